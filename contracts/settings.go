@@ -1,0 +1,186 @@
+package contracts
+
+// Limits of the mcp settings.
+const (
+	MaxServers       = 64
+	MinTimeoutMs     = 1_000
+	MaxTimeoutMs     = 600_000
+	DefaultTimeoutMs = 60_000
+	MinMaxBytes      = 1_024
+	MaxMaxBytes      = 20_000_000
+	DefaultMaxBytes  = 8_000_000
+)
+
+// Transports.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// Protocol modes.
+const (
+	ProtocolLegacy = "legacy"
+	ProtocolAuto   = "auto"
+)
+
+// ProtocolVersions lists the MCP revisions a pin may name, newest first.
+var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// MCPSettings is the settings object of the mcp extension:
+// {"servers": [...]}. Parse it with ParseMCPSettings, which decodes strictly
+// and validates.
+type MCPSettings struct {
+	// Servers is at most MaxServers entries with unique ids.
+	Servers []ServerSettings `json:"servers"`
+}
+
+// ServerSettings configures one MCP server. Fields belong to one transport
+// (stdio: command, args, cwd, env; http and sse: url, headers,
+// allowPrivateNetwork, oauth); the others are common. Nothing here may hold
+// a secret: credentials go to the vault through extensions.secret.
+type ServerSettings struct {
+	// ID names the server: a lowercase letter then up to 31 of a-z, 0-9, '-'.
+	ID string `json:"id"`
+	// Enabled servers connect at daemon start. Default true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Transport is stdio, http or sse. Required.
+	Transport string `json:"transport"`
+
+	// Command is the program to run (stdio, required): an absolute path or a
+	// name looked up in PATH. It runs without a shell; nothing is expanded.
+	Command string `json:"command,omitempty"`
+	// Args are passed verbatim (stdio).
+	Args []string `json:"args,omitempty"`
+	// Cwd is the absolute working directory (stdio). Default: the server's
+	// disposable home.
+	Cwd string `json:"cwd,omitempty"`
+	// Env holds non-secret environment variables for the child (stdio).
+	Env map[string]string `json:"env,omitempty"`
+
+	// URL is the exact endpoint (http, sse; required). https unless
+	// AllowPrivateNetwork.
+	URL string `json:"url,omitempty"`
+	// Headers are non-secret request headers sent only to URL's origin.
+	Headers map[string]string `json:"headers,omitempty"`
+	// AllowPrivateNetwork lets URL's exact origin be http and resolve to
+	// loopback, private or link-local addresses. Default false.
+	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
+	// OAuth enables OAuth sign-in for this server (http, sse).
+	OAuth *OAuthSettings `json:"oauth,omitempty"`
+
+	// Tools selects the executable tools by exact name. Omitted: all
+	// discovered tools; []: none (discovery only).
+	Tools *[]string `json:"tools,omitempty"`
+	// ReadOnlyTools are executed without approval with an mcp_read receipt.
+	// Must be a subset of Tools when Tools is given.
+	ReadOnlyTools []string `json:"readOnlyTools,omitempty"`
+	// AutonomousTools are executed without approval with an mcp_autonomous
+	// receipt. Requires Tools; a subset of it, disjoint from ReadOnlyTools.
+	AutonomousTools []string `json:"autonomousTools,omitempty"`
+	// Resources enables resource listing and reads. Default true.
+	Resources *bool `json:"resources,omitempty"`
+	// Prompts enables prompt listing and retrieval. Default true.
+	Prompts *bool `json:"prompts,omitempty"`
+	// Roots are the file:// roots offered to the server. Default none.
+	Roots []Root `json:"roots,omitempty"`
+	// Sampling lets the server ask for owner-approved text completions.
+	// Default false.
+	Sampling bool `json:"sampling,omitempty"`
+	// Elicitation lets the server ask the owner questions. Default false.
+	Elicitation bool `json:"elicitation,omitempty"`
+	// TimeoutMs bounds each request, MinTimeoutMs..MaxTimeoutMs. Default
+	// DefaultTimeoutMs.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+	// MaxBytes caps each message and result, MinMaxBytes..MaxMaxBytes.
+	// Default DefaultMaxBytes.
+	MaxBytes int `json:"maxBytes,omitempty"`
+	// ArtifactDirectory is an absolute private directory whose files a
+	// receipt may report and the owner may read or import.
+	ArtifactDirectory string `json:"artifactDirectory,omitempty"`
+	// Protocol is "legacy", "auto" or a pin {"pin": VERSION} (a bare VERSION
+	// string is accepted and stored as a pin). Default: auto for http,
+	// legacy for stdio and sse.
+	Protocol *Protocol `json:"protocol,omitempty"`
+}
+
+// Root is one file root offered to a server.
+type Root struct {
+	// URI is an absolute file:// URI.
+	URI string `json:"uri"`
+	// Name is an optional label.
+	Name string `json:"name,omitempty"`
+}
+
+// Protocol selects the protocol era: Mode is legacy or auto, or Pin names
+// one exact version. Exactly one of the two is set.
+type Protocol struct {
+	Mode string
+	Pin  string
+}
+
+// OAuth grant types.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// OAuthSettings configures OAuth for an http or sse server. An empty object
+// means discovery and dynamic registration with the authorization-code flow.
+type OAuthSettings struct {
+	// ClientID is a pre-registered client; requires Issuer.
+	ClientID string `json:"clientId,omitempty"`
+	// Issuer is the authorization server's exact issuer URL (https, or
+	// loopback http with allowPrivateNetwork).
+	Issuer string `json:"issuer,omitempty"`
+	// GrantType is authorization_code (default) or client_credentials; the
+	// latter requires ClientID and Issuer.
+	GrantType string `json:"grantType,omitempty"`
+	// CallbackPort fixes the loopback callback port, 1024..65535. Default:
+	// a free port.
+	CallbackPort int `json:"callbackPort,omitempty"`
+	// Scope is the space-separated scope to request.
+	Scope string `json:"scope,omitempty"`
+	// ClientMetadataURL is an https client ID metadata document URL.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+}
+
+// IsEnabled reports Enabled with its default.
+func (s *ServerSettings) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }
+
+// ResourcesEnabled reports Resources with its default.
+func (s *ServerSettings) ResourcesEnabled() bool { return s.Resources == nil || *s.Resources }
+
+// PromptsEnabled reports Prompts with its default.
+func (s *ServerSettings) PromptsEnabled() bool { return s.Prompts == nil || *s.Prompts }
+
+// Timeout returns TimeoutMs with its default.
+func (s *ServerSettings) Timeout() int {
+	if s.TimeoutMs == 0 {
+		return DefaultTimeoutMs
+	}
+	return s.TimeoutMs
+}
+
+// MessageLimit returns MaxBytes with its default.
+func (s *ServerSettings) MessageLimit() int {
+	if s.MaxBytes == 0 {
+		return DefaultMaxBytes
+	}
+	return s.MaxBytes
+}
+
+// ProtocolMode returns the effective protocol: "legacy", "auto" or the
+// pinned version.
+func (s *ServerSettings) ProtocolMode() string {
+	if s.Protocol != nil {
+		if s.Protocol.Pin != "" {
+			return s.Protocol.Pin
+		}
+		return s.Protocol.Mode
+	}
+	if s.Transport == TransportHTTP {
+		return ProtocolAuto
+	}
+	return ProtocolLegacy
+}

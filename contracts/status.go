@@ -1,0 +1,62 @@
+package contracts
+
+// Connection states of a configured server.
+const (
+	StateDisabled   = "disabled"
+	StateIdle       = "idle"
+	StateConnecting = "connecting"
+	StateConnected  = "connected"
+	StateFailed     = "failed"
+	StateNeedsAuth  = "needs_auth"
+	StatePaused     = "paused"
+)
+
+// StatusParams is the params of extensions.mcp.status. Server, when set,
+// limits the answer to that server (ErrNotFound if unknown).
+type StatusParams struct {
+	Server string `json:"server,omitempty"`
+}
+
+// StatusResult is the result of extensions.mcp.status.
+type StatusResult struct {
+	Revision uint64         `json:"revision"`
+	Servers  []ServerStatus `json:"servers"`
+	Vault    VaultStatus    `json:"vault"`
+}
+
+// ServerStatus is one configured server as the daemon sees it now.
+type ServerStatus struct {
+	ID              string      `json:"id"`
+	Enabled         bool        `json:"enabled"`
+	Transport       string      `json:"transport"`
+	State           string      `json:"state"`
+	ProtocolVersion string      `json:"protocolVersion,omitempty"`
+	ServerInfo      *ServerInfo `json:"serverInfo,omitempty"`
+	PID             int         `json:"pid,omitempty"`
+	PGID            int         `json:"pgid,omitempty"`
+	// ConnectedSince is RFC 3339 UTC.
+	ConnectedSince  string `json:"connectedSince,omitempty"`
+	LastError       string `json:"lastError,omitempty"`
+	StderrTail      string `json:"stderrTail,omitempty"`
+	ToolCount       int    `json:"toolCount"`
+	ResourceCount   int    `json:"resourceCount"`
+	TemplateCount   int    `json:"resourceTemplateCount"`
+	PromptCount     int    `json:"promptCount"`
+	CatalogComplete bool   `json:"catalogComplete"`
+	// CatalogProblem says why the catalog is incomplete.
+	CatalogProblem string `json:"catalogProblem,omitempty"`
+}
+
+// ServerInfo is the name and version a server reported about itself.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// VaultStatus says which secret store holds credentials.
+type VaultStatus struct {
+	// Backend is the secret store in use; "none" until a vault is set up.
+	Backend string `json:"backend"`
+	// Note explains what the backend protects against.
+	Note string `json:"note,omitempty"`
+}
