@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newMCPCmd() *cobra.Command {
+	mcp := groupCmd("mcp", "Configure MCP servers and show their state")
+	mcp.AddCommand(a.newMCPConfigureCmd(), a.newMCPConfigCmd(), a.newMCPStatusCmd())
+	return mcp
+}
+
+func (a *app) newMCPConfigureCmd() *cobra.Command {
+	var (
+		dryRun         bool
+		expectRevision uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "configure FILE|-",
+		Short: "Replace the mcp settings with a JSON file (or stdin)",
+		Long: `configure replaces the whole mcp settings object ({"servers":[...]}) with the
+content of FILE, or of stdin for "-". pikod validates it strictly and saves
+nothing if anything is wrong, listing every problem. 'pikoctl mcp config'
+prints the current settings in the same form.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.readFileArg(args[0])
+			if err != nil {
+				return err
+			}
+			settings, err := jsonObject(in, "the settings")
+			if err != nil {
+				return err
+			}
+			params := contracts.ConfigureParams{
+				Extension:      contracts.ExtensionMCP,
+				Settings:       settings,
+				DryRun:         dryRun,
+				ExpectRevision: expectRevision,
+			}
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodConfigure, params, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.ConfigureResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the extensions.configure result: %w", err)
+			}
+			switch {
+			case res.DryRun && res.Unchanged:
+				fmt.Fprintf(a.stdout, "dry run: mcp settings unchanged: revision %d\n", res.Revision)
+			case res.DryRun:
+				fmt.Fprintf(a.stdout, "dry run: mcp settings are valid and would be saved as revision %d\n", res.Revision)
+			case res.Unchanged:
+				fmt.Fprintf(a.stdout, "mcp settings unchanged: revision %d\n", res.Revision)
+			default:
+				fmt.Fprintf(a.stdout, "saved mcp settings: revision %d\n", res.Revision)
+			}
+			for _, l := range []struct {
+				label string
+				ids   []string
+			}{
+				{"added", res.Added},
+				{"changed", res.Changed},
+				{"removed", res.Removed},
+				{"disconnected", res.Disconnected},
+			} {
+				if len(l.ids) > 0 {
+					fmt.Fprintf(a.stdout, "  %s: %s\n", l.label, clean(strings.Join(l.ids, ", ")))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the changes without saving")
+	cmd.Flags().Uint64Var(&expectRevision, "expect-revision", 0, "fail unless the stored revision is this one (0: don't check)")
+	return cmd
+}
+
+// readFileArg reads the file named by arg, or stdin for "-".
+func (a *app) readFileArg(arg string) ([]byte, error) {
+	if arg == "-" {
+		return readInput(a.stdin, "stdin")
+	}
+	f, err := os.Open(arg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the settings file: %w", err)
+	}
+	defer f.Close()
+	return readInput(f, arg)
+}
+
+func (a *app) newMCPConfigCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Print the saved mcp settings, ready to edit and pass to configure",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var raw json.RawMessage
+			params := contracts.SettingsParams{Extension: contracts.ExtensionMCP}
+			if err := a.call(cmd.Context(), contracts.MethodSettings, params, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.SettingsResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the extensions.settings result: %w", err)
+			}
+			var out bytes.Buffer
+			if err := json.Indent(&out, res.Settings, "", "  "); err != nil {
+				return fmt.Errorf("formatting the settings: %w", err)
+			}
+			out.WriteByte('\n')
+			_, err := a.stdout.Write(out.Bytes())
+			return err
+		},
+	}
+}
+
+// maxErrorWidth bounds the LAST ERROR column; 'pikoctl --json mcp status'
+// has the whole text.
+const maxErrorWidth = 60
+
+func (a *app) newMCPStatusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [SERVER]",
+		Short: "Show the state of every configured server (or of one)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var params contracts.StatusParams
+			if len(args) == 1 {
+				params.Server = args[0]
+			}
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodMCPStatus, params, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.StatusResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the extensions.mcp.status result: %w", err)
+			}
+			return writeStatus(&errWriter{w: a.stdout}, &res)
+		},
+	}
+}
+
+// writeStatus prints res as a table followed by the vault line.
+func writeStatus(w *errWriter, res *contracts.StatusResult) error {
+	if len(res.Servers) == 0 {
+		fmt.Fprintln(w, "no servers configured (see 'pikoctl mcp configure')")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tENABLED\tPROTOCOL\tPID\tTOOLS\tLAST ERROR")
+		for _, s := range res.Servers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+				cell(s.ID), cell(s.State), cell(s.Transport), yesNo(s.Enabled),
+				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(truncate(clean(s.LastError), maxErrorWidth)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if res.Vault.Backend != "" {
+		line := "vault: " + clean(res.Vault.Backend)
+		if res.Vault.Note != "" {
+			line += " (" + clean(res.Vault.Note) + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	return w.err
+}
+
+// errWriter remembers the first write error so the table code can print
+// freely and report once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (b *errWriter) Write(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.w.Write(p)
+	b.err = err
+	return n, err
+}
+
+// cell makes a daemon-supplied value safe for one table cell: no controls,
+// no tabs that would split the cell, "-" for empty.
+func cell(s string) string {
+	s = clean(s)
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func pidCell(pid int) string {
+	if pid == 0 {
+		return "-"
+	}
+	return strconv.Itoa(pid)
+}
+
+// toolsCell shows the tool count, marked with "?" when the catalog is known
+// to be incomplete, and "-" before the first catalog.
+func toolsCell(s contracts.ServerStatus) string {
+	switch {
+	case s.State != contracts.StateConnected && s.ToolCount == 0 && !s.CatalogComplete:
+		return "-"
+	case !s.CatalogComplete:
+		return strconv.Itoa(s.ToolCount) + "?"
+	}
+	return strconv.Itoa(s.ToolCount)
+}

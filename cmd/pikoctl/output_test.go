@@ -1,0 +1,80 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestJSONObject(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr string
+	}{
+		{"", "{}", ""},
+		{" \n\t", "{}", ""},
+		{` {"a": [1, 2]} ` + "\n", `{"a": [1, 2]}`, ""},
+		{"[]", "", "got an array"},
+		{`"x"`, "", "got a string"},
+		{"null", "", "got null"},
+		{"42", "", "got a number"},
+		{"{", "", "parsing params"},
+		{`{"a":1} {"b":2}`, "", "parsing params"},
+	}
+	for _, tt := range tests {
+		got, err := jsonObject([]byte(tt.in), "params")
+		switch {
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("jsonObject(%q) error = %v, want one containing %q", tt.in, err, tt.wantErr)
+		case tt.wantErr == "" && (err != nil || string(got) != tt.want):
+			t.Errorf("jsonObject(%q) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestReadInputLimit(t *testing.T) {
+	if _, err := readInput(strings.NewReader(strings.Repeat(" ", maxInput)), "stdin"); err != nil {
+		t.Errorf("readInput at the limit: %v", err)
+	}
+	if _, err := readInput(strings.NewReader(strings.Repeat(" ", maxInput+1)), "stdin"); err == nil || !strings.Contains(err.Error(), "larger than 8 MiB") {
+		t.Errorf("readInput over the limit: %v, want a size error", err)
+	}
+}
+
+func TestClean(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"two\nlines\r\tand tab", "two lines  and tab"},
+		{"\x1b[31mred\x1b[0m", "[31mred[0m"},
+		{"bell\a and del\x7f and c1\u009b", "bell and del and c1"},
+		{"bidi \u202eevil\u202c and \u2066iso\u2069", "bidi evil and iso"},
+		{"bad utf8 \xff!", "bad utf8 !"},
+		{"ünïcödé ok", "ünïcödé ok"},
+	}
+	for _, tt := range tests {
+		if got := clean(tt.in); got != tt.want {
+			t.Errorf("clean(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := cleanLines("a\x1b\nb"); got != "a\nb" {
+		t.Errorf("cleanLines kept %q", got)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"eleven char", 10, "eleven ..."},
+		{"ééééééééééé", 10, "ééééééé..."},
+	}
+	for _, tt := range tests {
+		if got := truncate(tt.in, tt.n); got != tt.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
