@@ -231,3 +231,17 @@ func (ps Problems) Unwrap() error { return ErrInvalidArgument }
 
 // Problems returns the list, for ToError.
 func (ps Problems) Problems() []Problem { return ps }
+
+// WithReason gives err a more specific data.reason than its class's.
+func WithReason(err error, reason string) error {
+	return &reasonWrap{err: err, reason: reason}
+}
+
+type reasonWrap struct {
+	err    error
+	reason string
+}
+
+func (e *reasonWrap) Error() string  { return e.err.Error() }
+func (e *reasonWrap) Unwrap() error  { return e.err }
+func (e *reasonWrap) Reason() string { return e.reason }

@@ -1,5 +1,11 @@
 package contracts
 
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
 // Limits of the mcp settings.
 const (
 	MaxServers       = 64
@@ -117,6 +123,51 @@ type Root struct {
 type Protocol struct {
 	Mode string
 	Pin  string
+}
+
+// MarshalJSON writes a pin as {"pin": VERSION} and a mode as its string, the
+// forms ParseMCPSettings reads back.
+func (p Protocol) MarshalJSON() ([]byte, error) {
+	if p.Pin != "" {
+		return json.Marshal(struct {
+			Pin string `json:"pin"`
+		}{p.Pin})
+	}
+	return json.Marshal(p.Mode)
+}
+
+// UnmarshalJSON reads "legacy", "auto", {"pin": VERSION} or a bare VERSION
+// string (stored as a pin). It checks the shape only; Validate checks that a
+// pin names a known version. ParseMCPSettings does not use it: it reports
+// problems with their paths instead.
+func (p *Protocol) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if bytes.Equal(data, []byte("null")) {
+		return nil
+	}
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return fmt.Errorf("decoding protocol: %w", err)
+		}
+		*p = Protocol{}
+		if s == ProtocolLegacy || s == ProtocolAuto {
+			p.Mode = s
+		} else {
+			p.Pin = s
+		}
+		return nil
+	}
+	var obj struct {
+		Pin *string `json:"pin"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&obj); err != nil || obj.Pin == nil || *obj.Pin == "" {
+		return fmt.Errorf("%w: protocol must be \"legacy\", \"auto\" or {\"pin\": VERSION}", ErrInvalidArgument)
+	}
+	*p = Protocol{Pin: *obj.Pin}
+	return nil
 }
 
 // OAuth grant types.

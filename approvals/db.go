@@ -1,0 +1,211 @@
+package approvals
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketSettings = []byte("settings")
+	keySchema      = []byte("schema")
+	keyCreated     = []byte("created")
+)
+
+// migrations are applied in order; migrations[i] brings the schema from
+// version i to i+1. Append only.
+var migrations = []func(tx *bolt.Tx) error{
+	migrateInitial,
+}
+
+// SchemaVersion is the layout version this build writes.
+var SchemaVersion = len(migrations)
+
+// ErrLocked is returned by Open when another process holds the database.
+var ErrLocked = errors.New("database is locked by another process")
+
+// DB is pikod's open database.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// Open opens (creating if absent) the database at path, waiting at most
+// lockTimeout for the file lock, checks every page and applies migrations.
+// A locked file yields an error wrapping ErrLocked and
+// contracts.ErrAlreadyExists; a damaged file an error wrapping
+// contracts.ErrFailedPrecondition that names the file. A damaged file is never
+// re-initialised.
+func Open(path string, lockTimeout time.Duration) (db *DB, err error) {
+	// bbolt panics on some kinds of damage; report those like any other.
+	defer func() {
+		if r := recover(); r != nil {
+			err = corrupt(path, fmt.Errorf("%v", r))
+		}
+	}()
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("opening database %s: %w: %w", path, ErrLocked, contracts.ErrAlreadyExists)
+		}
+		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) ||
+			errors.Is(err, bolterrors.ErrVersionMismatch) || errors.Is(err, bolterrors.ErrInvalidMapping) {
+			return nil, corrupt(path, err)
+		}
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	db = &DB{bolt: b, path: path}
+	if err := db.check(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := db.migrate(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func corrupt(path string, cause error) error {
+	return contracts.WithHint(
+		fmt.Errorf("database %s is corrupt (check failed: %v); pikod will not touch it: %w", path, cause, contracts.ErrFailedPrecondition),
+		"stop here and keep the file; move it aside (or restore a backup) and start pikod again to begin with an empty database")
+}
+
+// check runs bbolt's consistency check over every page.
+func (db *DB) check() error {
+	var problems []string
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		for cerr := range tx.Check() {
+			problems = append(problems, cerr.Error())
+			if len(problems) >= 5 {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return corrupt(db.path, err)
+	}
+	if len(problems) > 0 {
+		return corrupt(db.path, errors.New(fmt.Sprint(problems)))
+	}
+	return nil
+}
+
+func (db *DB) migrate() error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		have := 0
+		if meta != nil {
+			if v := meta.Get(keySchema); v != nil {
+				n, err := strconv.Atoi(string(v))
+				if err != nil {
+					return corrupt(db.path, fmt.Errorf("meta/schema is %q", v))
+				}
+				have = n
+			}
+		} else if k, _ := tx.Cursor().First(); k != nil {
+			return corrupt(db.path, fmt.Errorf("not a pikod database (bucket %q without meta)", k))
+		}
+		if have > len(migrations) {
+			return fmt.Errorf("database %s has schema %d, newer than this pikod understands (%d): upgrade pikod: %w",
+				db.path, have, len(migrations), contracts.ErrFailedPrecondition)
+		}
+		for i := have; i < len(migrations); i++ {
+			if err := migrations[i](tx); err != nil {
+				return fmt.Errorf("migrating database %s to schema %d: %w", db.path, i+1, err)
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(len(migrations))))
+	})
+}
+
+func migrateInitial(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if meta.Get(keyCreated) == nil {
+		if err := meta.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
+			return err
+		}
+	}
+	_, err = tx.CreateBucketIfNotExists(bucketSettings)
+	return err
+}
+
+// Path returns the database file's path.
+func (db *DB) Path() string { return db.path }
+
+// Bolt returns the underlying handle for packages that add their own
+// buckets through this package's layout.
+func (db *DB) Bolt() *bolt.DB { return db.bolt }
+
+// Close closes the database.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// SettingsRecord is one extension's stored settings.
+type SettingsRecord struct {
+	Revision  uint64          `json:"revision"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Settings  json.RawMessage `json:"settings"`
+}
+
+// Settings returns the stored settings of ext; a zero record (revision 0,
+// nil settings) when none were saved.
+func (db *DB) Settings(ext string) (SettingsRecord, error) {
+	var rec SettingsRecord
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSettings).Get([]byte(ext))
+		if v == nil {
+			return nil
+		}
+		return json.Unmarshal(v, &rec) // Unmarshal copies out of the page.
+	})
+	if err != nil {
+		return SettingsRecord{}, fmt.Errorf("reading %s settings: %w", ext, err)
+	}
+	return rec, nil
+}
+
+// ErrRevisionMoved is returned by SaveSettings when the stored revision is
+// not the one the caller based its change on.
+var ErrRevisionMoved = errors.New("settings revision moved")
+
+// SaveSettings stores settings for ext as revision expect+1, in one durable
+// transaction, if the stored revision still is expect. It returns the new
+// record.
+func (db *DB) SaveSettings(ext string, settings []byte, expect uint64) (SettingsRecord, error) {
+	rec := SettingsRecord{Revision: expect + 1, UpdatedAt: time.Now().UTC().Truncate(time.Millisecond), Settings: bytes.Clone(settings)}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSettings)
+		var cur SettingsRecord
+		if v := b.Get([]byte(ext)); v != nil {
+			if err := json.Unmarshal(v, &cur); err != nil {
+				return fmt.Errorf("stored %s settings unreadable: %w", ext, err)
+			}
+		}
+		if cur.Revision != expect {
+			return fmt.Errorf("saving %s settings: stored revision is %d, not %d: %w: %w",
+				ext, cur.Revision, expect, ErrRevisionMoved, contracts.ErrFailedPrecondition)
+		}
+		v, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(ext), v)
+	})
+	if err != nil {
+		return SettingsRecord{}, err
+	}
+	return rec, nil
+}

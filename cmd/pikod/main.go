@@ -1,0 +1,120 @@
+// Command pikod is the MCP supervisor daemon. It runs in the foreground
+// until SIGINT or SIGTERM; a second signal forces it to quit.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/daemon"
+	"github.com/rs/zerolog"
+	"golang.org/x/term"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pikod", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	instanceFlag := fs.String("instance", "", "instance name (env "+contracts.EnvInstance+", default \"default\")")
+	socketFlag := fs.String("socket", "", "owner socket path (env "+contracts.EnvSocket+")")
+	stateFlag := fs.String("state-dir", "", "state directory (env "+contracts.EnvStateDir+")")
+	levelFlag := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: pikod [flags]\n\npikod supervises MCP servers for its owner; pikoctl talks to it.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pikod: unexpected argument %q (pikod takes only flags; see pikod -h)\n", fs.Arg(0))
+		return 2
+	}
+	if *showVersion {
+		fmt.Printf("pikod %s (api %s)\n", version, contracts.APIVersion)
+		return 0
+	}
+	level, err := zerolog.ParseLevel(*levelFlag)
+	if err != nil || *levelFlag == "" {
+		fmt.Fprintf(stderr, "pikod: invalid --log-level %q: use debug, info, warn or error\n", *levelFlag)
+		return 2
+	}
+	instance, err := contracts.ResolveInstance(*instanceFlag, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "pikod: %v\n", err)
+		return 2
+	}
+	stateDir, err := contracts.StateDir(instance, *stateFlag, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "pikod: %v\n", err)
+		return 1
+	}
+	socket := contracts.SocketPath(instance, *socketFlag, os.Getenv)
+
+	if err := daemon.EnsureStateDir(stateDir); err != nil {
+		fmt.Fprintf(stderr, "pikod: %v\n", err)
+		return 1
+	}
+	logFile, err := os.OpenFile(daemon.LogPath(stateDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(stderr, "pikod: opening log file: %v\n", err)
+		return 1
+	}
+	defer logFile.Close()
+	console := zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
+	log := zerolog.New(zerolog.MultiLevelWriter(logFile, console)).Level(level).With().Timestamp().
+		Str("instance", instance).Logger()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		log.Info().Str("signal", sig.String()).Msg("shutting down (signal again to force)")
+		cancel()
+		sig = <-sigs
+		log.Warn().Str("signal", sig.String()).Msg("forced quit")
+		os.Exit(130)
+	}()
+
+	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log})
+	if err != nil {
+		log.Error().Err(err).Msg("pikod stopped")
+		fmt.Fprintf(stderr, "pikod: %v\n", err)
+		var h interface{ Hint() string }
+		if errors.As(err, &h) {
+			fmt.Fprintf(stderr, "hint: %s\n", h.Hint())
+		}
+		return 1
+	}
+	log.Info().Msg("pikod stopped cleanly")
+	return 0
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,176 @@
+package contracts
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata (existing rows must still match)")
+
+const errorCodesGolden = "testdata/error_codes.golden"
+
+// errorCodeRow is one golden line: code, reason and the class's text.
+func errorCodeRow(c ErrorCode) string {
+	return fmt.Sprintf("%d\t%s\t%s", c.Code, c.Reason, c.Class)
+}
+
+// TestErrorCodesGolden freezes the error-code table: a published row may
+// never change or disappear, and a new row must be frozen with -update.
+func TestErrorCodesGolden(t *testing.T) {
+	current := make(map[string]bool, len(ErrorCodes))
+	var rows []string
+	for _, c := range ErrorCodes {
+		r := errorCodeRow(c)
+		current[r] = true
+		rows = append(rows, r)
+	}
+	data, err := os.ReadFile(errorCodesGolden)
+	if err != nil && !(*update && os.IsNotExist(err)) {
+		t.Fatalf("reading golden: %v (run go test -update ./contracts/ to create it)", err)
+	}
+	frozen := make(map[string]bool)
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		frozen[line] = true
+		if !current[line] {
+			t.Errorf("error code row %q changed or was removed: the table is append-only, restore it", line)
+		}
+	}
+	if *update {
+		if t.Failed() {
+			t.Fatal("not rewriting the golden file: restore the rows above first")
+		}
+		out := "# code\treason\tclass (append-only: see ErrorCodes)\n" + strings.Join(rows, "\n") + "\n"
+		if err := os.MkdirAll(filepath.Dir(errorCodesGolden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(errorCodesGolden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	for _, r := range rows {
+		if !frozen[r] {
+			t.Errorf("error code row %q is not frozen: run go test -update ./contracts/", r)
+		}
+	}
+}
+
+func TestErrorCodesTable(t *testing.T) {
+	snake := regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
+	codes := map[int]bool{}
+	reasons := map[string]bool{}
+	classes := map[error]bool{}
+	for _, c := range ErrorCodes {
+		if c.Code >= -32768 && c.Code <= -32000 {
+			t.Errorf("code %d is inside JSON-RPC's reserved band -32768..-32000", c.Code)
+		}
+		if codes[c.Code] {
+			t.Errorf("code %d appears twice", c.Code)
+		}
+		codes[c.Code] = true
+		if !snake.MatchString(c.Reason) {
+			t.Errorf("reason %q of code %d is not snake_case", c.Reason, c.Code)
+		}
+		if reasons[c.Reason] {
+			t.Errorf("reason %q appears twice", c.Reason)
+		}
+		reasons[c.Reason] = true
+		if c.Class == nil {
+			t.Errorf("code %d has no class", c.Code)
+		}
+		if classes[c.Class] {
+			t.Errorf("class %v has two codes", c.Class)
+		}
+		classes[c.Class] = true
+	}
+}
+
+// TestErrorsIsAcrossTheWire checks that errors.Is finds the class both on
+// ToError's output and on an *Error decoded from its JSON, as a client sees
+// it.
+func TestErrorsIsAcrossTheWire(t *testing.T) {
+	for _, c := range ErrorCodes {
+		t.Run(c.Reason, func(t *testing.T) {
+			err := fmt.Errorf("doing something: %w", c.Class)
+			we := ToError(err)
+			if we.Code != c.Code {
+				t.Fatalf("ToError(%v).Code = %d, want %d", err, we.Code, c.Code)
+			}
+			if we.Reason() != c.Reason {
+				t.Errorf("ToError(%v).Reason() = %q, want %q", err, we.Reason(), c.Reason)
+			}
+			if !errors.Is(we, c.Class) {
+				t.Errorf("errors.Is(ToError(%v), %v) = false", err, c.Class)
+			}
+			raw, err := json.Marshal(we)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var decoded *Error
+			if err := json.Unmarshal(raw, &decoded); err != nil {
+				t.Fatal(err)
+			}
+			var wrapped error = fmt.Errorf("calling daemon: %w", decoded)
+			if !errors.Is(wrapped, c.Class) {
+				t.Errorf("decoded %s: errors.Is(_, %v) = false", raw, c.Class)
+			}
+			for _, other := range ErrorCodes {
+				if other.Class != c.Class && errors.Is(wrapped, other.Class) {
+					t.Errorf("decoded %s: errors.Is(_, %v) = true, want false", raw, other.Class)
+				}
+			}
+			if decoded.Class() != c.Class {
+				t.Errorf("decoded.Class() = %v, want %v", decoded.Class(), c.Class)
+			}
+			if !errors.Is(wrapped, &Error{Code: c.Code}) {
+				t.Errorf("errors.Is(_, &Error{Code: %d}) = false", c.Code)
+			}
+		})
+	}
+}
+
+func TestToError(t *testing.T) {
+	if ToError(nil) != nil {
+		t.Error("ToError(nil) != nil")
+	}
+	plain := ToError(errors.New("boom"))
+	if plain.Code != 1014 || !errors.Is(plain, ErrInternal) || plain.Reason() != "internal" {
+		t.Errorf("ToError(plain) = %+v, want internal 1014", plain)
+	}
+	we := &Error{Code: 1002, Message: "x"}
+	if got := ToError(fmt.Errorf("wrapping: %w", we)); got != we {
+		t.Errorf("ToError did not return the *Error in the chain: %+v", got)
+	}
+
+	withReason := ToError(fmt.Errorf("reading: %w", Errorf(ErrNotFound, "unknown_server", "no server %q", "x")))
+	if withReason.Code != 1002 || withReason.Reason() != "unknown_server" {
+		t.Errorf("Errorf reason: got code %d reason %q", withReason.Code, withReason.Reason())
+	}
+	hinted := ToError(WithHint(fmt.Errorf("connecting: %w", ErrUnavailable), "run pikoctl mcp connect x"))
+	if hinted.Data.Hint != "run pikoctl mcp connect x" || !errors.Is(hinted, ErrUnavailable) {
+		t.Errorf("WithHint: got %+v", hinted.Data)
+	}
+
+	ps := Problems{{Server: "a", Field: "url", Message: "bad"}, {Field: "servers", Message: "worse"}}
+	pe := ToError(fmt.Errorf("configuring: %w", ps))
+	if pe.Code != 1001 || !errors.Is(pe, ErrInvalidArgument) || len(pe.Data.Problems) != 2 || pe.Data.Problems[0] != ps[0] {
+		t.Errorf("ToError(Problems) = %+v", pe)
+	}
+
+	for code, want := range map[int]error{CodeInvalidParams: ErrInvalidArgument, CodeMethodNotFound: ErrNotFound, CodeParseError: nil, 99999: nil} {
+		if got := (&Error{Code: code}).Class(); got != want {
+			t.Errorf("(&Error{Code: %s}).Class() = %v, want %v", strconv.Itoa(code), got, want)
+		}
+	}
+}

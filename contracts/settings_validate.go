@@ -1,0 +1,828 @@
+package contracts
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+var (
+	serverIDRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+var (
+	timeoutMsRange    = fmt.Sprintf("must be between %d and %d milliseconds: omit it for the default %d", MinTimeoutMs, MaxTimeoutMs, DefaultTimeoutMs)
+	maxBytesRange     = fmt.Sprintf("must be between %d and %d bytes: omit it for the default %d", MinMaxBytes, MaxMaxBytes, DefaultMaxBytes)
+	callbackPortRange = "must be a port between 1024 and 65535: omit it to use a free port"
+)
+
+const idRule = "a lowercase letter followed by up to 31 lowercase letters, digits or hyphens"
+
+func validServerID(id string) bool { return serverIDRE.MatchString(id) }
+
+// Validate checks the semantic rules of the settings: ids, transports and
+// the fields that belong to them, ranges, URLs, paths, tool grants, OAuth and
+// the absence of obvious credentials. It returns every problem as Problems,
+// or nil. It does no I/O: whether a command exists or a host resolves is
+// found out on connect.
+func (s *MCPSettings) Validate() error {
+	if s == nil {
+		return Problems{{Message: "settings are missing: give {\"servers\": [...]}"}}
+	}
+	return (&walker{}).result(s.validate())
+}
+
+func (s *MCPSettings) validate() []indexedProblem {
+	var out []indexedProblem
+	if len(s.Servers) > MaxServers {
+		out = append(out, indexedProblem{index: -1, Problem: Problem{Field: "servers",
+			Message: fmt.Sprintf("%d servers configured; at most %d are allowed: remove some", len(s.Servers), MaxServers)}})
+	}
+	first := make(map[string]int, len(s.Servers))
+	for i := range s.Servers {
+		srv := &s.Servers[i]
+		c := &checker{index: i, label: serverLabel(srv, i)}
+		c.server(srv)
+		if validServerID(srv.ID) {
+			if j, dup := first[srv.ID]; dup {
+				c.add("id", "duplicate id: servers[%d] and servers[%d] are both %q; give each server its own id", j, i, srv.ID)
+			} else {
+				first[srv.ID] = i
+			}
+		}
+		out = append(out, c.probs...)
+	}
+	return out
+}
+
+// serverLabel names a server in problems: its id when valid, else its
+// position.
+func serverLabel(s *ServerSettings, i int) string {
+	if validServerID(s.ID) {
+		return s.ID
+	}
+	return "servers[" + strconv.Itoa(i) + "]"
+}
+
+// secretCommand is the command a problem tells the user to run instead of
+// writing a credential into the settings.
+func secretCommand(label string) string {
+	if !validServerID(label) {
+		label = "SERVER"
+	}
+	return "pikoctl mcp secret " + label
+}
+
+// checker collects the problems of one server.
+type checker struct {
+	index int
+	label string
+	probs []indexedProblem
+}
+
+func (c *checker) add(field, format string, args ...any) {
+	c.probs = append(c.probs, indexedProblem{index: c.index, Problem: Problem{Server: c.label, Field: field, Message: fmt.Sprintf(format, args...)}})
+}
+
+// credential reports a credential found at field. The message names only
+// the field: the value may be a live secret.
+func (c *checker) credential(field, what string) {
+	c.add(field, "%s looks like a credential: remove it and store it with %q", what, secretCommand(c.label))
+}
+
+func (c *checker) server(s *ServerSettings) {
+	switch {
+	case s.ID == "":
+		c.add("id", "required: %s", idRule)
+	case !validServerID(s.ID):
+		c.add("id", "must be %s", idRule)
+	}
+	switch s.Transport {
+	case TransportStdio:
+		c.stdio(s)
+	case TransportHTTP, TransportSSE:
+		c.remote(s)
+	case "":
+		c.add("transport", "required: stdio, http or sse")
+	default:
+		c.add("transport", "must be stdio, http or sse")
+	}
+	c.common(s)
+}
+
+func (c *checker) stdio(s *ServerSettings) {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"url", s.URL != ""},
+		{"headers", len(s.Headers) > 0},
+		{"allowPrivateNetwork", s.AllowPrivateNetwork},
+		{"oauth", s.OAuth != nil},
+	} {
+		if f.set {
+			c.add(f.name, "applies only to http and sse servers: remove it or change the transport")
+		}
+	}
+	switch {
+	case s.Command == "":
+		c.add("command", "required for stdio servers: an absolute path or a program name found in PATH")
+	case strings.ContainsRune(s.Command, 0):
+		c.add("command", "must not contain a NUL character")
+	case looksLikeCredential(s.Command):
+		c.credential("command", "command")
+	}
+	c.args(s.Args)
+	if s.Cwd != "" {
+		switch {
+		case strings.ContainsRune(s.Cwd, 0):
+			c.add("cwd", "must not contain a NUL character")
+		case !filepath.IsAbs(s.Cwd):
+			c.add("cwd", "must be an absolute path")
+		}
+	}
+	keys, labels := sortedKeyLabels(s.Env)
+	for _, k := range keys {
+		f := joinPath("env", labels[k])
+		v := s.Env[k]
+		if !envNameRE.MatchString(k) {
+			c.add(f, "is not a valid environment variable name: use letters, digits and '_', not starting with a digit")
+		} else if looksSecretName(k) {
+			c.add(f, "name looks like a secret: set this variable privately with %q instead", secretCommand(c.label))
+			continue
+		}
+		switch {
+		case strings.ContainsRune(v, 0):
+			c.add(f, "value must not contain a NUL character")
+		case looksLikeCredential(v):
+			c.credential(f, "value")
+		}
+	}
+}
+
+// args finds NULs and credentials in command arguments: values that look
+// like tokens, --secret-flag=VALUE and --secret-flag VALUE, NAME=VALUE with
+// a secret-looking NAME, "Header: value" lines and URLs carrying
+// credentials.
+func (c *checker) args(args []string) {
+	reported := make(map[int]bool)
+	for i, a := range args {
+		f := "args[" + strconv.Itoa(i) + "]"
+		if reported[i] {
+			continue
+		}
+		if strings.ContainsRune(a, 0) {
+			c.add(f, "must not contain a NUL character")
+			continue
+		}
+		if looksLikeCredential(a) {
+			c.credential(f, "argument")
+			continue
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			name, val, hasEq := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !looksSecretName(name) {
+				continue
+			}
+			switch {
+			case hasEq && val != "":
+				c.credential(f, "the value of this flag")
+			case !hasEq && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+				next := "args[" + strconv.Itoa(i+1) + "]"
+				c.credential(next, "the value after a secret-looking flag")
+				reported[i+1] = true
+			}
+			continue
+		}
+		if name, val, ok := strings.Cut(a, "="); ok && envNameRE.MatchString(name) && val != "" && looksSecretName(name) {
+			c.credential(f, "the value of this assignment")
+			continue
+		}
+		if name, val, ok := strings.Cut(a, ":"); ok && headerNameRE.MatchString(strings.TrimSpace(name)) &&
+			strings.TrimSpace(val) != "" && secretHeader(strings.TrimSpace(name)) {
+			c.credential(f, "this header line")
+			continue
+		}
+		if strings.Contains(a, "://") {
+			if u, err := url.Parse(strings.TrimSpace(a)); err == nil && urlHasCredential(u) {
+				c.credential(f, "this URL")
+			}
+		}
+	}
+}
+
+// headerNameRE is an HTTP field name: one or more tchar (RFC 9110).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// managedHeaders are set by pikod's MCP transport; a configured value
+// would break or spoof the protocol.
+var managedHeaders = map[string]bool{
+	"host": true, "content-length": true, "content-type": true, "transfer-encoding": true,
+	"connection": true, "upgrade": true, "te": true, "trailer": true, "keep-alive": true,
+	"accept": true, "accept-encoding": true, "mcp-session-id": true,
+	"mcp-protocol-version": true, "last-event-id": true,
+}
+
+func (c *checker) remote(s *ServerSettings) {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"command", s.Command != ""},
+		{"args", len(s.Args) > 0},
+		{"cwd", s.Cwd != ""},
+		{"env", len(s.Env) > 0},
+	} {
+		if f.set {
+			c.add(f.name, "applies only to stdio servers: remove it or change the transport")
+		}
+	}
+	if s.URL == "" {
+		c.add("url", "required for %s servers: the exact endpoint, https://...", s.Transport)
+	} else {
+		c.url("url", s.URL, urlRule{
+			allowHTTP: s.AllowPrivateNetwork,
+			httpMsg:   "url must use https (set allowPrivateNetwork for a LAN or loopback endpoint)",
+		})
+	}
+	keys, labels := sortedKeyLabels(s.Headers)
+	for _, k := range keys {
+		f := joinPath("headers", labels[k])
+		v := s.Headers[k]
+		switch {
+		case !headerNameRE.MatchString(k):
+			c.add(f, "is not a valid header name: use letters, digits and - only")
+			continue
+		case managedHeaders[strings.ToLower(k)]:
+			c.add(f, "is set by pikod itself: remove it")
+			continue
+		case secretHeader(k):
+			c.add(f, "header looks like a credential: set it privately with %q instead", secretCommand(c.label))
+			continue
+		}
+		switch {
+		case strings.ContainsAny(v, "\r\n\x00"):
+			c.add(f, "value must not contain CR, LF or NUL")
+		case looksLikeCredential(v):
+			c.credential(f, "value")
+		}
+	}
+	if s.OAuth != nil {
+		c.oauth(s)
+	}
+}
+
+// secretHeader reports header names that carry credentials: the standard
+// ones and any whose words look secret (X-Api-Key, Private-Token, ...).
+func secretHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+		return true
+	}
+	return looksSecretName(name)
+}
+
+func (c *checker) oauth(s *ServerSettings) {
+	o := s.OAuth
+	switch o.GrantType {
+	case "", GrantAuthorizationCode, GrantClientCredentials:
+	default:
+		c.add("oauth.grantType", "must be %s or %s", GrantAuthorizationCode, GrantClientCredentials)
+	}
+	cc := o.GrantType == GrantClientCredentials
+	if cc && o.ClientID == "" {
+		c.add("oauth.clientId", "client_credentials requires clientId (the client secret goes to %q)", secretCommand(c.label))
+	}
+	if o.Issuer == "" {
+		switch {
+		case cc:
+			c.add("oauth.issuer", "client_credentials requires the authorization server's issuer URL")
+		case o.ClientID != "":
+			c.add("oauth.issuer", "a pre-registered clientId requires the authorization server's issuer URL")
+		}
+	} else {
+		u := c.url("oauth.issuer", o.Issuer, urlRule{
+			allowHTTP: s.AllowPrivateNetwork && loopbackURL(o.Issuer),
+			httpMsg:   "oauth.issuer must use https (http is allowed only for a loopback issuer with allowPrivateNetwork)",
+		})
+		if u != nil && (u.RawQuery != "" || u.ForceQuery) {
+			c.add("oauth.issuer", "must not have a query: give the exact issuer URL")
+		}
+	}
+	if o.ClientID != "" && !printable(o.ClientID) {
+		c.add("oauth.clientId", "must be printable text without control characters")
+	}
+	if o.CallbackPort != 0 && (o.CallbackPort < 1024 || o.CallbackPort > 65535) {
+		c.add("oauth.callbackPort", "%s", callbackPortRange)
+	}
+	if o.ClientMetadataURL != "" {
+		u := c.url("oauth.clientMetadataUrl", o.ClientMetadataURL, urlRule{
+			httpMsg: "oauth.clientMetadataUrl must use https",
+		})
+		if u != nil && (u.Path == "" || u.Path == "/") {
+			c.add("oauth.clientMetadataUrl", "must have a path: the client ID metadata document URL, https://host/path")
+		}
+	}
+	if !validScope(o.Scope) {
+		c.add("oauth.scope", "must be space-separated scope tokens of printable ASCII, without '\"' or '\\'")
+	}
+}
+
+// validScope follows RFC 6749 section 3.3: scope tokens of %x21 / %x23-5B /
+// %x5D-7E separated by spaces.
+func validScope(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b == ' ' || (b >= 0x21 && b <= 0x7e && b != '"' && b != '\\') {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// urlRule says what one URL field allows beyond https.
+type urlRule struct {
+	allowHTTP bool
+	httpMsg   string
+}
+
+// url checks an absolute URL field: parseable, https (or http when allowed),
+// with a host, without a fragment and without credentials. It returns the
+// parsed URL for further checks, or nil when it could not be parsed.
+func (c *checker) url(field, raw string, r urlRule) *url.URL {
+	if strings.ContainsFunc(raw, unicode.IsControl) || strings.ContainsRune(raw, ' ') {
+		c.add(field, "must be a URL without spaces or control characters")
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		c.add(field, "is not a valid URL: give an absolute https URL")
+		return nil
+	}
+	if u.User != nil {
+		c.credential(field, "the user:password@ part")
+	}
+	if names := secretQueryNames(u.RawQuery); len(names) == 1 {
+		c.credential(field, "query parameter "+names[0])
+	} else if len(names) > 1 {
+		c.add(field, "query parameters %s look like credentials: remove them and store credentials with %q", strings.Join(names, ", "), secretCommand(c.label))
+	} else if queryValueCredential(u.RawQuery) || pathCredential(u) {
+		c.credential(field, "part of the URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !r.allowHTTP {
+			c.add(field, "%s", r.httpMsg)
+		}
+	default:
+		c.add(field, "must be an absolute https URL")
+		return u
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		c.add(field, "must include a host: give an absolute https URL")
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		c.add(field, "must not have a fragment (#...): give the exact endpoint")
+	}
+	return u
+}
+
+// urlHasCredential reports the URL credentials that url() rejects.
+func urlHasCredential(u *url.URL) bool {
+	return u.User != nil || len(secretQueryNames(u.RawQuery)) > 0 || queryValueCredential(u.RawQuery) || pathCredential(u)
+}
+
+// secretQueryNames returns the names of query parameters that look like
+// credentials, quoted when they are plain names and counted otherwise.
+func secretQueryNames(rawQuery string) []string {
+	if rawQuery == "" {
+		return nil
+	}
+	q, _ := url.ParseQuery(rawQuery) // keeps what parses; the rest cannot be a named secret
+	var names []string
+	hidden := 0
+	for name := range q {
+		if !looksSecretName(name) {
+			continue
+		}
+		if plainKey(name) {
+			names = append(names, strconv.Quote(name))
+		} else {
+			hidden++
+		}
+	}
+	slices.Sort(names)
+	if hidden > 0 {
+		names = append(names, fmt.Sprintf("%d unnamed", hidden))
+	}
+	return names
+}
+
+func queryValueCredential(rawQuery string) bool {
+	if rawQuery == "" {
+		return false
+	}
+	q, _ := url.ParseQuery(rawQuery)
+	for _, vs := range q {
+		for _, v := range vs {
+			if looksLikeCredential(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pathCredential catches tokens embedded in the path, as some services put
+// an API key there.
+func pathCredential(u *url.URL) bool {
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if looksLikeCredential(seg) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) common(s *ServerSettings) {
+	if s.TimeoutMs != 0 && (s.TimeoutMs < MinTimeoutMs || s.TimeoutMs > MaxTimeoutMs) {
+		c.add("timeoutMs", "%s", timeoutMsRange)
+	}
+	if s.MaxBytes != 0 && (s.MaxBytes < MinMaxBytes || s.MaxBytes > MaxMaxBytes) {
+		c.add("maxBytes", "%s", maxBytesRange)
+	}
+	if p := s.Protocol; p != nil {
+		switch {
+		case p.Pin != "" && p.Mode != "":
+			c.add("protocol", "set either a mode or a pin, not both")
+		case p.Pin != "":
+			if !slices.Contains(ProtocolVersions, p.Pin) {
+				c.add("protocol", "must be \"legacy\", \"auto\" or a pinned version, one of %s", strings.Join(ProtocolVersions, ", "))
+			}
+		case p.Mode != ProtocolLegacy && p.Mode != ProtocolAuto:
+			c.add("protocol", "must be \"legacy\", \"auto\" or {\"pin\": VERSION}")
+		}
+	}
+	if d := s.ArtifactDirectory; d != "" {
+		switch {
+		case strings.ContainsRune(d, 0):
+			c.add("artifactDirectory", "must not contain a NUL character")
+		case !filepath.IsAbs(d):
+			c.add("artifactDirectory", "must be an absolute path")
+		case filepath.Clean(d) != d:
+			c.add("artifactDirectory", "must be a clean path (no \"..\", \".\", repeated or trailing slashes)")
+		}
+	}
+	for i, r := range s.Roots {
+		f := "roots[" + strconv.Itoa(i) + "]"
+		if r.URI == "" {
+			c.add(f+".uri", "required: an absolute file:// URI such as file:///home/me/project")
+		} else if !validRootURI(r.URI) {
+			c.add(f+".uri", "must be an absolute file:// URI with a path, such as file:///home/me/project, without query or fragment")
+		}
+		if !printable(r.Name) {
+			c.add(f+".name", "must be printable text without control characters")
+		}
+	}
+	c.tools(s)
+}
+
+func validRootURI(raw string) bool {
+	if strings.ContainsFunc(raw, unicode.IsControl) {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Opaque != "" || u.User != nil {
+		return false
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+		return false
+	}
+	return strings.HasPrefix(u.Path, "/") && u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && !strings.Contains(raw, "#")
+}
+
+// tools checks the three tool lists: non-empty unique names, readOnlyTools
+// and autonomousTools inside an explicit tools list, and no tool both
+// read-only and autonomous.
+func (c *checker) tools(s *ServerSettings) {
+	var selected map[string]bool
+	if s.Tools != nil {
+		selected = c.toolList("tools", *s.Tools)
+	}
+	readOnly := c.toolList("readOnlyTools", s.ReadOnlyTools)
+	c.toolList("autonomousTools", s.AutonomousTools)
+	for i, n := range s.ReadOnlyTools {
+		if n != "" && s.Tools != nil && !selected[n] {
+			c.add("readOnlyTools["+strconv.Itoa(i)+"]", "tool %s is not in tools: add it to tools or remove it here", toolName(n))
+		}
+	}
+	if len(s.AutonomousTools) > 0 && s.Tools == nil {
+		c.add("autonomousTools", "requires an explicit tools list that names every autonomous tool")
+		return
+	}
+	for i, n := range s.AutonomousTools {
+		if n == "" {
+			continue
+		}
+		f := "autonomousTools[" + strconv.Itoa(i) + "]"
+		if !selected[n] {
+			c.add(f, "tool %s is not in tools: add it to tools or remove it here", toolName(n))
+		}
+		if readOnly[n] {
+			c.add(f, "tool %s is also in readOnlyTools: a tool is either read-only or autonomous", toolName(n))
+		}
+	}
+}
+
+func (c *checker) toolList(field string, names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for i, n := range names {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		switch {
+		case n == "":
+			c.add(f, "tool name must not be empty")
+		case set[n]:
+			c.add(f, "tool %s is listed twice: list each tool once", toolName(n))
+		}
+		set[n] = true
+	}
+	return set
+}
+
+// toolName quotes a tool name for a message when it is a plain name.
+func toolName(n string) string {
+	if plainKey(n) {
+		return strconv.Quote(n)
+	}
+	return "(this name)"
+}
+
+// Credential detection. These heuristics catch obvious mistakes, such as a
+// token pasted into a URL, header, environment variable or argument; they
+// are no guarantee. False positives cost the user one move to the vault,
+// which is where a doubtful value belongs anyway.
+
+// secretWords mark a name as naming a credential when one of them is a whole
+// word of the name (split at punctuation and case changes): GITHUB_TOKEN,
+// X-Api-Key, apiKey, DB_PASSWORD, session, sig.
+var secretWords = map[string]bool{
+	"token": true, "tokens": true, "secret": true, "secrets": true,
+	"password": true, "passwords": true, "passwd": true, "pwd": true, "pass": true,
+	"passphrase": true, "key": true, "keys": true, "apikey": true, "auth": true,
+	"authorization": true, "authentication": true, "credential": true,
+	"credentials": true, "creds": true, "signature": true, "sig": true,
+	"session": true, "sessionid": true, "sid": true, "cookie": true, "jwt": true,
+	"bearer": true, "otp": true,
+}
+
+// secretParts mark a name when they occur anywhere in one word, for names
+// glued without separators (MYTOKEN, accesskey, clientsecret).
+var secretParts = []string{
+	"token", "secret", "password", "passwd", "apikey", "credential",
+	"accesskey", "privatekey", "signature", "sessionid", "authkey",
+}
+
+// safeLastWords end names that point at a credential rather than hold one,
+// or describe how it is used: TOKEN_FILE, SSH_AUTH_SOCK, AUTH_URL, KEY_PATH,
+// AUTH_TYPE. Their values still go through looksLikeCredential.
+var safeLastWords = map[string]bool{
+	"file": true, "files": true, "path": true, "dir": true, "directory": true,
+	"sock": true, "socket": true, "url": true, "uri": true, "endpoint": true,
+	"host": true, "port": true, "header": true, "name": true, "type": true,
+	"mode": true, "method": true, "scope": true, "scopes": true, "issuer": true,
+	"audience": true, "ttl": true, "expiry": true, "timeout": true,
+	"enabled": true, "disabled": true, "required": true, "provider": true,
+	"format": true, "length": true, "size": true, "helper": true, "command": true,
+}
+
+// negatingFirstWords start switches about a credential rather than the
+// credential itself: --no-auth, DISABLE_AUTH, --skip-auth.
+var negatingFirstWords = map[string]bool{
+	"no": true, "disable": true, "enable": true, "skip": true, "without": true,
+	"allow": true, "require": true, "use": true,
+}
+
+// looksSecretName reports whether an environment variable, header, query
+// parameter or flag name looks like it names a credential.
+func looksSecretName(name string) bool {
+	if strings.EqualFold(name, "code") { // an OAuth authorization code in a URL
+		return true
+	}
+	words := nameWords(name)
+	if len(words) == 0 || safeLastWords[words[len(words)-1]] || negatingFirstWords[words[0]] {
+		return false
+	}
+	for i, w := range words {
+		if secretWords[w] && !(w == "key" && i > 0 && words[i-1] == "public") {
+			return true
+		}
+		for _, p := range secretParts {
+			if strings.Contains(w, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameWords splits a name into lowercase words at every non-alphanumeric
+// character and at case changes (apiKey, APIKey and API_KEY all give api,
+// key).
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	rs := []rune(name)
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, string(cur))
+			cur = cur[:0]
+		}
+	}
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			continue
+		}
+		if i > 0 && unicode.IsUpper(r) {
+			prev := rs[i-1]
+			if unicode.IsLower(prev) || (unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+				flush()
+			}
+		}
+		cur = append(cur, unicode.ToLower(r))
+	}
+	flush()
+	return words
+}
+
+// tokenFormatRE matches well-known credential formats: GitHub (ghp_, gho_,
+// ghu_, ghs_, ghr_, github_pat_), OpenAI/Anthropic-style sk-, Stripe,
+// Slack xox?-, GitLab glpat-, AWS access key ids, Google API keys, npm,
+// JWTs and PEM private keys.
+var tokenFormatRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:` + strings.Join([]string{
+	`gh[pousr]_[A-Za-z0-9]{20,}`,
+	`github_pat_[A-Za-z0-9_]{20,}`,
+	`sk-[A-Za-z0-9_-]{16,}`,
+	`[sr]k_(?:live|test)_[A-Za-z0-9]{10,}`,
+	`xox[abprs]-[A-Za-z0-9-]{10,}`,
+	`glpat-[A-Za-z0-9_-]{20,}`,
+	`(?:AKIA|ASIA)[0-9A-Z]{16}`,
+	`AIza[0-9A-Za-z_-]{35}`,
+	`npm_[A-Za-z0-9]{36}`,
+	`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}`,
+	`-----BEGIN[A-Z ]*PRIVATE KEY-----`,
+}, "|") + `)`)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// looksLikeCredential reports whether a value looks like a credential: an
+// HTTP authorization value (Bearer, Basic, token), a well-known token format,
+// or a long random-looking string.
+func looksLikeCredential(v string) bool {
+	t := strings.ToLower(strings.TrimSpace(v))
+	for _, p := range []string{"bearer ", "basic ", "token "} {
+		if strings.HasPrefix(t, p) && strings.TrimSpace(t[len(p):]) != "" {
+			return true
+		}
+	}
+	if tokenFormatRE.MatchString(v) {
+		return true
+	}
+	start := -1
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) && isTokenByte(v[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= 32 && randomLooking(v[start:i]) {
+			return true
+		}
+		start = -1
+	}
+	return false
+}
+
+// isTokenByte is the alphabet of hex, base64 and base64url.
+func isTokenByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' ||
+		b == '+' || b == '/' || b == '=' || b == '_' || b == '-'
+}
+
+// randomLooking reports whether a run of at least 32 token characters looks
+// random rather than like words or a path: hex with a fair mix of digits and
+// letters, or letters and digits whose class (upper, lower, digit) changes
+// often and whose character entropy is high. UUIDs, paths and hyphenated
+// words (many separators) do not count.
+func randomLooking(run string) bool {
+	if uuidRE.MatchString(run) {
+		return false
+	}
+	seps := strings.Count(run, "-") + strings.Count(run, "_") + strings.Count(run, "/")
+	if seps*8 > len(run) {
+		return false
+	}
+	alnum := strings.Map(func(r rune) rune {
+		if strings.ContainsRune("-_/+=", r) {
+			return -1
+		}
+		return r
+	}, run)
+	n := len(alnum)
+	if n < 24 {
+		return false
+	}
+	var upper, lower, digit, hexLetters int
+	for i := 0; i < n; i++ {
+		b := alnum[i]
+		switch {
+		case b >= '0' && b <= '9':
+			digit++
+		case b >= 'a' && b <= 'z':
+			lower++
+			if b <= 'f' {
+				hexLetters++
+			}
+		default:
+			upper++
+			if b <= 'F' {
+				hexLetters++
+			}
+		}
+	}
+	if digit+hexLetters == n && (upper == 0 || lower == 0) {
+		return digit*5 >= n && hexLetters*10 >= n
+	}
+	changes := 0
+	for i := 1; i < n; i++ {
+		if byteClass(alnum[i]) != byteClass(alnum[i-1]) {
+			changes++
+		}
+	}
+	if upper > 0 && lower > 0 {
+		// Random base62/base64 changes class about 6 times in 10;
+		// CamelCase words about 3 in 10.
+		return changes*10 >= n*4 && entropy(alnum) >= 4.0
+	}
+	// One letter case and digits (base36): words rarely mix in digits.
+	return digit >= 3 && upper+lower >= 3 && changes*10 >= n*2 && entropy(alnum) >= 3.8
+}
+
+func byteClass(b byte) int {
+	switch {
+	case b >= '0' && b <= '9':
+		return 0
+	case b >= 'a' && b <= 'z':
+		return 1
+	}
+	return 2
+}
+
+// entropy is the Shannon entropy of s's bytes, in bits per byte.
+func entropy(s string) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	h := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / float64(len(s))
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}

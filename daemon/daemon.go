@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pikod/pikod/approvals"
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
+	"github.com/rs/zerolog"
+)
+
+// DBLockTimeout bounds how long a starting daemon waits for the database
+// lock before concluding another daemon owns the instance.
+const DBLockTimeout = time.Second
+
+// Config is what Run needs; cmd/pikod fills it from flags and environment.
+type Config struct {
+	Instance   string
+	SocketPath string
+	StateDir   string
+	Version    string
+	Log        zerolog.Logger
+}
+
+// DBPath returns the database file of a state directory.
+func DBPath(stateDir string) string { return filepath.Join(stateDir, "pikod.db") }
+
+// LogPath returns the JSON log file of a state directory.
+func LogPath(stateDir string) string { return filepath.Join(stateDir, "pikod.log") }
+
+// EnsureStateDir creates dir (and parents) with mode 0700, or checks that an
+// existing dir is a directory owned by this uid and tightens it to 0700.
+func EnsureStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating state directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking state directory %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("state directory %s is not a directory: %w", dir, contracts.ErrFailedPrecondition)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("state directory %s belongs to uid %d, not to us (uid %d): pick another --state-dir: %w",
+			dir, st.Uid, os.Getuid(), contracts.ErrPermissionDenied)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("making state directory %s private: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// Run starts the daemon and blocks until ctx is cancelled (a clean stop,
+// returning nil) or start-up fails. Shutdown runs in reverse start order:
+// stop accepting and drain requests, then close the database.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Log
+	if err := EnsureStateDir(cfg.StateDir); err != nil {
+		return err
+	}
+	dbPath := DBPath(cfg.StateDir)
+	db, err := approvals.Open(dbPath, DBLockTimeout)
+	if errors.Is(err, approvals.ErrLocked) {
+		return fmt.Errorf("another pikod is running for instance %q (database %s is locked): %w",
+			cfg.Instance, dbPath, contracts.ErrAlreadyExists)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error().Err(err).Msg("closing database")
+		}
+		log.Info().Msg("database closed")
+	}()
+	log.Info().Str("db", dbPath).Int("schema", approvals.SchemaVersion).Msg("database open")
+
+	d := &daemon{cfg: cfg, db: db, log: log, started: time.Now().UTC()}
+	if err := d.loadSettings(); err != nil {
+		return err
+	}
+
+	ln, err := rpc.Listen(cfg.SocketPath, log.With().Str("component", "rpc").Logger())
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.SocketPath, err)
+	}
+	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger()})
+	d.register(srv)
+	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
+		Str("version", cfg.Version).Msg("pikod ready")
+	err = srv.Serve(ctx, ln)
+	log.Info().Msg("stopped serving")
+	return err
+}
+
+// daemon holds the running state behind the method table.
+type daemon struct {
+	cfg     Config
+	db      *approvals.DB
+	log     zerolog.Logger
+	started time.Time
+
+	// mu guards the fields that follow, and serialises configures.
+	mu       sync.Mutex
+	settings *contracts.MCPSettings
+	revision uint64
+	// settingsErr is set when the stored settings no longer parse under
+	// this build's rules; they are kept untouched and reported.
+	settingsErr error
+}
+
+func (d *daemon) loadSettings() error {
+	rec, err := d.db.Settings(contracts.ExtensionMCP)
+	if err != nil {
+		return err
+	}
+	d.revision = rec.Revision
+	d.settings = &contracts.MCPSettings{Servers: []contracts.ServerSettings{}}
+	if rec.Settings == nil {
+		return nil
+	}
+	s, err := contracts.ParseMCPSettings(rec.Settings)
+	if err != nil {
+		// Keep the stored bytes; the owner fixes them with a new configure.
+		d.settingsErr = err
+		d.log.Error().Err(err).Uint64("revision", rec.Revision).Msg("stored mcp settings are invalid under this version; servers stay unconfigured until fixed")
+		return nil
+	}
+	d.settings = s
+	return nil
+}

@@ -1,0 +1,202 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
+)
+
+// register fills the method table. Every method of contracts.Methods is
+// registered: the ones not served yet answer ErrNotImplemented.
+func (d *daemon) register(srv *rpc.Server) {
+	served := map[string]rpc.HandlerFunc{
+		contracts.MethodHello:     d.hello,
+		contracts.MethodConfigure: d.configure,
+		contracts.MethodSettings:  d.getSettings,
+		contracts.MethodMCPStatus: d.status,
+	}
+	for _, m := range contracts.Methods {
+		h, ok := served[m]
+		if !ok {
+			h = notImplemented(m)
+		}
+		srv.Register(m, h)
+	}
+}
+
+func notImplemented(method string) rpc.HandlerFunc {
+	return func(context.Context, *rpc.Request) (any, error) {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrNotImplemented, "not_implemented", "%s is not implemented yet", method),
+			"this pikod build does not serve it; see the README for the methods served")
+	}
+}
+
+func (d *daemon) hello(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.HelloParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.APIVersion != "" && p.APIVersion != contracts.APIVersion {
+		d.log.Warn().Str("client_api", p.APIVersion).Str("client_version", p.ClientVersion).Msg("client speaks another api version")
+	}
+	return contracts.HelloResult{
+		APIVersion:    contracts.APIVersion,
+		DaemonVersion: d.cfg.Version,
+		Instance:      d.cfg.Instance,
+		PID:           os.Getpid(),
+		Socket:        d.cfg.SocketPath,
+		StateDir:      d.cfg.StateDir,
+		StartedAt:     d.started.Format(time.RFC3339),
+	}, nil
+}
+
+func checkExtension(ext string) error {
+	if ext != contracts.ExtensionMCP {
+		return contracts.WithHint(
+			contracts.Errorf(contracts.ErrInvalidArgument, "unknown_extension", "unknown extension %q", ext),
+			`the only extension is "mcp"`)
+	}
+	return nil
+}
+
+func (d *daemon) getSettings(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.SettingsParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkExtension(p.Extension); err != nil {
+		return nil, err
+	}
+	rec, err := d.db.Settings(p.Extension)
+	if err != nil {
+		return nil, err
+	}
+	res := contracts.SettingsResult{Extension: p.Extension, Revision: rec.Revision, Settings: rec.Settings}
+	if rec.Settings == nil {
+		res.Settings = json.RawMessage(`{"servers":[]}`)
+	} else {
+		res.UpdatedAt = rec.UpdatedAt.Format(time.RFC3339Nano)
+	}
+	return res, nil
+}
+
+func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.ConfigureParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if err := checkExtension(p.Extension); err != nil {
+		return nil, err
+	}
+	if len(p.Settings) == 0 {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_settings",
+			`missing "settings": send {"extension":"mcp","settings":{"servers":[...]}}`)
+	}
+	next, err := contracts.ParseMCPSettings(p.Settings)
+	if err != nil {
+		return nil, contracts.WithReason(fmt.Errorf("invalid settings: %w", err), "invalid_settings")
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p.ExpectRevision != 0 && p.ExpectRevision != d.revision {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "revision_moved",
+				"settings are at revision %d, not %d", d.revision, p.ExpectRevision),
+			"read them again with 'pikoctl mcp config' and re-apply your change")
+	}
+	res := diffSettings(d.settings, next)
+	res.Extension = p.Extension
+	res.DryRun = p.DryRun
+	res.Revision = d.revision
+	canonical := next.Canonical()
+	if res.Unchanged && d.settingsErr == nil {
+		return res, nil
+	}
+	res.Revision = d.revision + 1
+	if p.DryRun {
+		return res, nil
+	}
+	rec, err := d.db.SaveSettings(p.Extension, canonical, d.revision)
+	if err != nil {
+		return nil, err
+	}
+	d.settings, d.revision, d.settingsErr = next, rec.Revision, nil
+	d.log.Info().Uint64("revision", rec.Revision).Strs("added", res.Added).Strs("changed", res.Changed).
+		Strs("removed", res.Removed).Msg("mcp settings saved")
+	return res, nil
+}
+
+// diffSettings names the servers added, changed and removed between two
+// settings, comparing each entry's digest.
+func diffSettings(prev, next *contracts.MCPSettings) contracts.ConfigureResult {
+	res := contracts.ConfigureResult{Added: []string{}, Changed: []string{}, Removed: []string{}, Disconnected: []string{}}
+	old := map[string]string{}
+	for i := range prev.Servers {
+		old[prev.Servers[i].ID] = prev.Servers[i].Digest()
+	}
+	seen := map[string]bool{}
+	for i := range next.Servers {
+		s := &next.Servers[i]
+		seen[s.ID] = true
+		switch dg, ok := old[s.ID]; {
+		case !ok:
+			res.Added = append(res.Added, s.ID)
+		case dg != s.Digest():
+			res.Changed = append(res.Changed, s.ID)
+		}
+	}
+	for i := range prev.Servers {
+		if !seen[prev.Servers[i].ID] {
+			res.Removed = append(res.Removed, prev.Servers[i].ID)
+		}
+	}
+	slices.Sort(res.Added)
+	slices.Sort(res.Changed)
+	slices.Sort(res.Removed)
+	// Order matters to no one but is part of the canonical form.
+	sameOrder := len(prev.Servers) == len(next.Servers)
+	for i := 0; sameOrder && i < len(next.Servers); i++ {
+		sameOrder = prev.Servers[i].ID == next.Servers[i].ID
+	}
+	res.Unchanged = sameOrder && len(res.Added)+len(res.Changed)+len(res.Removed) == 0
+	return res
+}
+
+func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.StatusParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	res := contracts.StatusResult{
+		Revision: d.revision,
+		Servers:  []contracts.ServerStatus{},
+		Vault:    contracts.VaultStatus{Backend: "none", Note: "no credential store is set up in this build; servers run without secrets"},
+	}
+	for i := range d.settings.Servers {
+		s := &d.settings.Servers[i]
+		if p.Server != "" && s.ID != p.Server {
+			continue
+		}
+		st := contracts.ServerStatus{ID: s.ID, Enabled: s.IsEnabled(), Transport: s.Transport, State: contracts.StateIdle}
+		if !st.Enabled {
+			st.State = contracts.StateDisabled
+		}
+		res.Servers = append(res.Servers, st)
+	}
+	if p.Server != "" && len(res.Servers) == 0 {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
+			"list the configured servers with 'pikoctl mcp status'")
+	}
+	return res, nil
+}
