@@ -1,0 +1,45 @@
+# pikod — see README.md. `make help` lists the targets.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+BIN      := bin
+STATICCHECK_VERSION := v0.8.2
+
+# Importing the keyring library dials the D-Bus session bus at start-up;
+# tests never use the desktop's bus.
+export DBUS_SESSION_BUS_ADDRESS ?= disabled:
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/pikod and bin/pikoctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikod ./cmd/pikod
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikoctl ./cmd/pikoctl
+
+.PHONY: run
+run: build ## build and run pikod in the foreground on the default instance
+	$(BIN)/pikod $(ARGS)
+
+.PHONY: test
+test: ## run the whole test suite with the race detector
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+.PHONY: check
+check: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for 30s
+	$(GO) test ./contracts -run '^$$' -fuzz FuzzParseMCPSettings -fuzztime 30s
+	$(GO) test ./rpc -run '^$$' -fuzz . -fuzztime 30s
+
+.PHONY: clean
+clean: ## remove built binaries
+	rm -rf $(BIN)

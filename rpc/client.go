@@ -1,0 +1,170 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// ErrUnreachable marks errors meaning the daemon could not be reached (no
+// socket, nobody listening, no permission) or the connection to it was
+// lost. Such errors also wrap contracts.ErrUnavailable. pikoctl maps it to
+// its "daemon not running" exit status.
+var ErrUnreachable = errors.New("daemon unreachable")
+
+// clientWriteTimeout bounds the client's writes, as the server's are.
+const clientWriteTimeout = 10 * time.Second
+
+// Client is a connection to pikod. It is safe for concurrent use; calls
+// are multiplexed on one connection.
+type Client struct {
+	path   string
+	st     *stream
+	jc     *jsonrpc2.Conn
+	nextID atomic.Uint64
+	notify atomic.Pointer[func(method string, params json.RawMessage)]
+}
+
+// Dial connects to the daemon's socket at path. A failure wraps both
+// ErrUnreachable and contracts.ErrUnavailable and names the path.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to pikod at %s: %w", path, ctx.Err())
+		}
+		return nil, &unreachableError{path: path, err: err, dial: true}
+	}
+	c := &Client{path: path}
+	c.st = newStream(nc, DefaultMaxFrameBytes, clientWriteTimeout, false, zerolog.Nop())
+	c.jc = jsonrpc2.NewConn(context.Background(), c.st, handlerFunc(c.handle), jsonrpc2.SetLogger(printfLogger{zerolog.Nop()}))
+	return c, nil
+}
+
+// OnNotification sets the function that receives the daemon's
+// notifications. Set it before the first Call. f runs on the connection's
+// reader, in arrival order, before the response that follows them is
+// delivered: it must return quickly (hand work to another goroutine), or
+// every call on this client stalls.
+func (c *Client) OnNotification(f func(method string, params json.RawMessage)) {
+	c.notify.Store(&f)
+}
+
+func (c *Client) handle(ctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
+	if r.Notif {
+		if f := c.notify.Load(); f != nil && *f != nil {
+			var params json.RawMessage
+			if r.Params != nil {
+				params = *r.Params
+			}
+			(*f)(r.Method, params)
+		}
+		return
+	}
+	// The daemon has no reason to call us; say so rather than leave it
+	// waiting.
+	_ = jc.ReplyWithError(ctx, r.ID, &jsonrpc2.Error{Code: contracts.CodeMethodNotFound, Message: "method not found: " + r.Method})
+}
+
+// Call sends a request and waits for its response, decoding the result
+// into result (which may be nil, or a *json.RawMessage for the raw bytes).
+//
+// An error response is returned as a *contracts.Error, so
+// errors.Is(err, contracts.ErrNotFound) and the like work across the
+// socket. An unknown method answers -32601 (reason method_not_found),
+// which contracts classes as ErrNotFound too. If ctx ends first, Call sends $/cancelRequest for the request and
+// returns ctx.Err(). A connection lost mid-call gives an error wrapping
+// ErrUnreachable and contracts.ErrUnavailable.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
+	w, err := c.jc.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
+	if err != nil {
+		if errors.Is(err, contracts.ErrResourceExhausted) {
+			return fmt.Errorf("sending %s: %w", method, err)
+		}
+		return c.lost(method, err)
+	}
+	var raw json.RawMessage
+	err = w.Wait(ctx, &raw)
+	if err != nil {
+		var je *jsonrpc2.Error
+		switch {
+		case errors.As(err, &je):
+			return fromJSONRPCError(je)
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			// Best effort: the daemon stops the work; its late reply is
+			// dropped by jsonrpc2.
+			_ = c.jc.Notify(context.Background(), contracts.MethodCancel, map[string]any{"id": id})
+			return ctx.Err()
+		default:
+			return c.lost(method, err)
+		}
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, result); err != nil {
+		return fmt.Errorf("decoding result of %s: %w", method, err)
+	}
+	return nil
+}
+
+func (c *Client) lost(method string, err error) error {
+	return &unreachableError{path: c.path, err: fmt.Errorf("connection lost during %s: %w", method, err)}
+}
+
+// Close closes the connection and waits for its reader to stop. Calls in
+// flight fail with an ErrUnreachable error.
+func (c *Client) Close() error {
+	err := c.jc.Close()
+	<-c.st.readerDone
+	if errors.Is(err, jsonrpc2.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// fromJSONRPCError turns a wire error back into a *contracts.Error. Data
+// that does not decode as ErrorData is dropped rather than failing the
+// call: the code and message still say what went wrong.
+func fromJSONRPCError(je *jsonrpc2.Error) *contracts.Error {
+	we := &contracts.Error{Code: int(je.Code), Message: je.Message}
+	if je.Data != nil {
+		var d contracts.ErrorData
+		if json.Unmarshal(*je.Data, &d) == nil {
+			we.Data = &d
+		}
+	}
+	return we
+}
+
+// unreachableError is a failure to reach the daemon or a lost connection.
+type unreachableError struct {
+	path string
+	err  error
+	dial bool
+}
+
+func (e *unreachableError) Error() string {
+	if e.dial {
+		return fmt.Sprintf("cannot reach pikod at socket %s: %v (is pikod running for this --instance?)", e.path, e.err)
+	}
+	return fmt.Sprintf("pikod at socket %s: %v", e.path, e.err)
+}
+
+func (e *unreachableError) Unwrap() []error {
+	return []error{ErrUnreachable, contracts.ErrUnavailable, e.err}
+}

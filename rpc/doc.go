@@ -1,0 +1,17 @@
+// Package rpc is pikod's owner API transport: JSON-RPC 2.0 over NDJSON on a
+// private Unix socket. It owns the socket's lifetime and permissions
+// (Listen: a 0700 directory, a 0600 socket from the instant it exists, the
+// stale-socket probe, removal on Close), the peer-credential check that
+// refuses every uid other than the daemon's before a byte is read, the
+// framing with its per-line size cap and write deadlines, request dispatch
+// with bounded concurrency and $/cancelRequest, notifications back to the
+// calling connection, strict params decoding (DecodeParams), and the Go
+// client (Dial, Call) used by pikoctl, the TUI and the tests.
+//
+// rpc knows nothing of MCP, settings, the vault or the ledger: handlers are
+// registered by the daemon. It may import only the standard library,
+// contracts (method names and the error-code table: errors cross the socket
+// as *contracts.Error and errors.Is keeps working on the client),
+// github.com/sourcegraph/jsonrpc2 (the connection and message types; the
+// framing is ours), github.com/rs/zerolog and golang.org/x/sys.
+package rpc

@@ -1,0 +1,15 @@
+package rpc
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The server and client promise to wait for every goroutine they
+	// start; any leftover after the whole package ran is a bug.
+	os.Setenv("DBUS_SESSION_BUS_ADDRESS", "disabled:")
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,482 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// Request is one call as a handler sees it.
+type Request struct {
+	Method string
+	// Params is the raw params member; nil when absent.
+	Params json.RawMessage
+	// Peer is the calling process (zero when the listener was not made
+	// by Listen).
+	Peer Peer
+	// Notify sends a notification to the connection this request came on.
+	// Notifications sent before the handler returns reach the client before
+	// the response.
+	Notify func(method string, params any) error
+}
+
+// HandlerFunc serves one method. The result is marshalled with
+// encoding/json as the response's result; an error becomes the response's
+// error (see Server).
+type HandlerFunc func(ctx context.Context, req *Request) (result any, err error)
+
+// Options configure a Server. Zero values take the defaults.
+type Options struct {
+	Log zerolog.Logger
+	// MaxConcurrent bounds requests handled at once across all
+	// connections; default 64. Further requests wait for a slot.
+	MaxConcurrent int
+	// MaxFrameBytes bounds one line in either direction; default 8 MiB.
+	MaxFrameBytes int
+	// WriteTimeout bounds each write to a connection; a write that times
+	// out closes that connection. Default 10s.
+	WriteTimeout time.Duration
+}
+
+// Server dispatches JSON-RPC requests to registered handlers.
+//
+// A handler's *contracts.Error is sent as is; any other error goes through
+// contracts.ToError, except a bare context cancellation or deadline, which
+// becomes the canceled or deadline_exceeded class. A panic is recovered,
+// logged and answered as an internal error.
+type Server struct {
+	log          zerolog.Logger
+	maxFrame     int
+	writeTimeout time.Duration
+	sem          chan struct{}
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	handlers map[string]HandlerFunc
+	serving  bool
+
+	// testHookQueued, if set, runs when a request has to wait for a slot.
+	testHookQueued func()
+}
+
+// NewServer returns a server with no methods.
+func NewServer(opts Options) *Server {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 64
+	}
+	if opts.MaxFrameBytes <= 0 {
+		opts.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
+	}
+	return &Server{
+		log:          opts.Log,
+		maxFrame:     opts.MaxFrameBytes,
+		writeTimeout: opts.WriteTimeout,
+		sem:          make(chan struct{}, opts.MaxConcurrent),
+		handlers:     map[string]HandlerFunc{},
+	}
+}
+
+// Register adds the handler for method. It must be called before Serve;
+// registering a method twice or after Serve started panics, as both are
+// programming errors.
+func (s *Server) Register(method string, h HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serving {
+		panic("rpc: Register called after Serve: " + method)
+	}
+	if _, dup := s.handlers[method]; dup {
+		panic("rpc: method registered twice: " + method)
+	}
+	if method == contracts.MethodCancel || method == "" {
+		panic("rpc: cannot register method " + method)
+	}
+	s.handlers[method] = h
+}
+
+// Serve accepts connections on ln until ctx is cancelled, then closes ln,
+// cancels every in-flight handler, closes every connection and waits for
+// every goroutine it started. It returns nil after cancellation, or the
+// error that made Accept fail for good.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.mu.Lock()
+	s.serving = true
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		ln.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAccept(err) {
+				// Out of descriptors and the like: wait and retry
+				// rather than spin or give up.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("accept failed")
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				}
+				continue
+			}
+			return fmt.Errorf("accepting connections: %w", err)
+		}
+		backoff = 0
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.serveConn(ctx, nc)
+		}()
+	}
+}
+
+// connState is the server's view of one connection.
+type connState struct {
+	peer Peer
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	closed   bool // no more handler goroutines may start
+	inflight map[jsonrpc2.ID]context.CancelFunc
+	wg       sync.WaitGroup // handler goroutines
+}
+
+func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	cs := &connState{inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	cs.peer, _ = PeerOf(nc)
+	log := s.log.With().Int("peer_pid", cs.peer.PID).Logger()
+	log.Debug().Msg("connection opened")
+
+	st := newStream(nc, s.maxFrame, s.writeTimeout, true, log)
+	jc := jsonrpc2.NewConn(ctx, st, handlerFunc(func(hctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
+		s.dispatch(hctx, jc, cs, r, log)
+	}), jsonrpc2.SetLogger(printfLogger{log}))
+
+	// DisconnectNotify fires on a read error, a failed write or ctx.
+	<-jc.DisconnectNotify()
+	cs.mu.Lock()
+	cs.closed = true
+	cs.mu.Unlock()
+	cancel()
+	cs.wg.Wait()
+	<-st.readerDone
+	log.Debug().Msg("connection closed")
+}
+
+// dispatch runs on jsonrpc2's read goroutine: it must not block for long.
+func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState, r *jsonrpc2.Request, log zerolog.Logger) {
+	if r.Method == contracts.MethodCancel {
+		cs.cancel(r, log)
+		if !r.Notif {
+			s.reply(ctx, jc, r.ID, json.RawMessage("null"), nil, log)
+		}
+		return
+	}
+	if r.Notif {
+		log.Debug().Str("method", r.Method).Msg("ignoring notification")
+		return
+	}
+	s.mu.Lock()
+	h, ok := s.handlers[r.Method]
+	s.mu.Unlock()
+	if !ok {
+		log.Debug().Str("method", r.Method).Stringer("id", r.ID).Int("code", contracts.CodeMethodNotFound).Msg("request")
+		s.reply(ctx, jc, r.ID, nil, &contracts.Error{
+			Code:    contracts.CodeMethodNotFound,
+			Message: "method not found: " + r.Method,
+			Data:    &contracts.ErrorData{Reason: "method_not_found"},
+		}, log)
+		return
+	}
+
+	cs.mu.Lock()
+	if cs.closed {
+		cs.mu.Unlock()
+		return
+	}
+	if _, dup := cs.inflight[r.ID]; dup {
+		cs.mu.Unlock()
+		s.reply(ctx, jc, r.ID, nil, &contracts.Error{
+			Code:    contracts.CodeInvalidRequest,
+			Message: fmt.Sprintf("invalid request: id %s is already in use by a request in flight", r.ID),
+			Data:    &contracts.ErrorData{Reason: "invalid_request"},
+		}, log)
+		return
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	cs.inflight[r.ID] = rcancel
+	cs.wg.Add(1)
+	cs.mu.Unlock()
+
+	req := &Request{Method: r.Method, Peer: cs.peer}
+	if r.Params != nil {
+		req.Params = *r.Params
+	}
+	req.Notify = func(method string, params any) error {
+		if err := jc.Notify(rctx, method, params); err != nil {
+			return fmt.Errorf("sending notification %s: %w", method, err)
+		}
+		return nil
+	}
+	go func() {
+		defer cs.wg.Done()
+		defer func() {
+			cs.mu.Lock()
+			delete(cs.inflight, r.ID)
+			cs.mu.Unlock()
+			rcancel()
+		}()
+		start := time.Now()
+		result, werr := s.run(rctx, h, req, log)
+		code := 0
+		if werr != nil {
+			code = werr.Code
+		}
+		log.Debug().Str("method", r.Method).Stringer("id", r.ID).Dur("duration", time.Since(start)).Int("code", code).Msg("request")
+		s.reply(ctx, jc, r.ID, result, werr, log)
+	}()
+}
+
+// run waits for a slot, calls h and encodes its outcome. The slot is
+// released before the reply is written, so a slow reader never holds one.
+func (s *Server) run(ctx context.Context, h HandlerFunc, req *Request, log zerolog.Logger) (json.RawMessage, *contracts.Error) {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		if s.testHookQueued != nil {
+			s.testHookQueued()
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, s.wireError(req.Method, ctx.Err(), log)
+		}
+	}
+	result, err := s.call(ctx, h, req, log)
+	<-s.sem
+	if err != nil {
+		return nil, s.wireError(req.Method, err, log)
+	}
+	data, err := json.Marshal(result)
+	if err != nil {
+		return nil, s.wireError(req.Method, fmt.Errorf("encoding result of %s: %w", req.Method, err), log)
+	}
+	// Leave room for the envelope around the result.
+	if len(data) > s.maxFrame-256 {
+		return nil, contracts.ToError(contracts.Errorf(contracts.ErrResourceExhausted, "result_too_large",
+			"the result of %s is %d bytes, over the %d-byte frame limit", req.Method, len(data), s.maxFrame))
+	}
+	return data, nil
+}
+
+func (s *Server) call(ctx context.Context, h HandlerFunc, req *Request, log zerolog.Logger) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error().Str("method", req.Method).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			result = nil
+			err = fmt.Errorf("handler for %s panicked: %w", req.Method, contracts.ErrInternal)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// wireError maps a handler error to the wire. contracts.ToError is the one
+// class-to-code mapping; we only give context errors their class first, as
+// a cancelled request is not an internal failure.
+func (s *Server) wireError(method string, err error, log zerolog.Logger) *contracts.Error {
+	if !hasClass(err) {
+		switch {
+		case errors.Is(err, context.Canceled):
+			err = contracts.Errorf(contracts.ErrCanceled, "canceled", "%s was canceled", method)
+		case errors.Is(err, context.DeadlineExceeded):
+			err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded", "%s ran out of time", method)
+		}
+	}
+	we := contracts.ToError(err)
+	if errors.Is(we, contracts.ErrInternal) {
+		log.Warn().Str("method", method).Str("error", we.Message).Msg("internal error")
+	}
+	return we
+}
+
+func hasClass(err error) bool {
+	var we *contracts.Error
+	if errors.As(err, &we) {
+		return true
+	}
+	for _, c := range contracts.ErrorCodes {
+		if errors.Is(err, c.Class) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) reply(ctx context.Context, jc *jsonrpc2.Conn, id jsonrpc2.ID, result json.RawMessage, we *contracts.Error, log zerolog.Logger) {
+	var err error
+	if we != nil {
+		err = jc.ReplyWithError(ctx, id, toJSONRPCError(we))
+	} else {
+		err = jc.Reply(ctx, id, result)
+	}
+	if err != nil {
+		log.Debug().Err(err).Stringer("id", id).Msg("cannot send response")
+	}
+}
+
+func toJSONRPCError(we *contracts.Error) *jsonrpc2.Error {
+	e := &jsonrpc2.Error{Code: int64(we.Code), Message: we.Message}
+	if we.Data != nil {
+		e.SetError(we.Data)
+	}
+	return e
+}
+
+// cancel handles $/cancelRequest {"id": ID}: it cancels the context of
+// this connection's in-flight request with that id, if any.
+func (cs *connState) cancel(r *jsonrpc2.Request, log zerolog.Logger) {
+	var p struct {
+		ID *jsonrpc2.ID `json:"id"`
+	}
+	if r.Params == nil || json.Unmarshal(*r.Params, &p) != nil || p.ID == nil {
+		log.Debug().Msg("ignoring malformed $/cancelRequest")
+		return
+	}
+	cs.mu.Lock()
+	cancel := cs.inflight[*p.ID]
+	cs.mu.Unlock()
+	if cancel != nil {
+		log.Debug().Stringer("id", *p.ID).Msg("request canceled by client")
+		cancel()
+	}
+}
+
+type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
+
+// printfLogger bridges jsonrpc2's Printf logger into zerolog at debug:
+// what it reports (protocol errors on close, stray responses) is about one
+// peer, not the daemon.
+type printfLogger struct{ log zerolog.Logger }
+
+func (l printfLogger) Printf(format string, args ...any) {
+	l.log.Debug().Msg(strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+// DecodeParams decodes raw into v strictly: unknown fields are rejected,
+// absent or null params decode as an empty object, and trailing data is an
+// error. A failure is a *contracts.Error with code -32602 and reason
+// invalid_params, naming the field and the expected type when it can.
+func DecodeParams(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("unexpected data after the params object")
+	}
+	if err == nil {
+		return nil
+	}
+	field, msg := describeDecodeError(err)
+	we := &contracts.Error{
+		Code:    contracts.CodeInvalidParams,
+		Message: "invalid params: " + msg,
+		Data:    &contracts.ErrorData{Reason: "invalid_params"},
+	}
+	if field != "" {
+		we.Message = "invalid params: " + field + ": " + msg
+		we.Data.Problems = []contracts.Problem{{Field: field, Message: msg}}
+	}
+	return we
+}
+
+func describeDecodeError(err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return "", fmt.Sprintf("params must be %s, got %s", jsonKind(te.Type), te.Value)
+		}
+		return te.Field, fmt.Sprintf("want %s, got %s", jsonKind(te.Type), te.Value)
+	case errors.As(err, &se):
+		return "", fmt.Sprintf("malformed JSON at offset %d: %v", se.Offset, se)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return strings.Trim(name, `"`), "unknown field"
+	}
+	return "", strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names a Go type the way a JSON user thinks of it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// isTemporaryAccept reports accept errors worth retrying: resource
+// shortages and connections aborted before we got to them.
+func isTemporaryAccept(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

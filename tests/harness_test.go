@@ -1,0 +1,540 @@
+// Package tests holds the end-to-end suites: they build pikod and pikoctl
+// once, start real daemons on private instances and drive them over the
+// real Unix socket, the way the owner's tools do.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
+)
+
+// Paths of the binaries TestMain builds once for the whole package.
+var (
+	binDir     string
+	pikodBin   string
+	pikoctlBin string
+)
+
+const (
+	readyTimeout = 15 * time.Second
+	stopTimeout  = 10 * time.Second
+	callTimeout  = 10 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tests: finding the module root:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "pikobin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tests: creating the build dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	// Another uid runs pikoctl in the socket-permission test: the build
+	// dir must be traversable by everyone (MkdirTemp gives 0700).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "tests: chmod build dir:", err)
+		return 1
+	}
+	binDir = dir
+	pikodBin = filepath.Join(dir, "pikod")
+	pikoctlBin = filepath.Join(dir, "pikoctl")
+	for _, b := range []struct{ out, pkg string }{
+		{pikodBin, "./cmd/pikod"},
+		{pikoctlBin, "./cmd/pikoctl"},
+	} {
+		cmd := exec.Command("go", "build", "-race", "-o", b.out, b.pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "tests: building %s: %v\n%s", b.pkg, err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// moduleRoot finds the directory of go.mod, from `go env GOMOD` or the
+// parent of this package.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err == nil {
+		if p := strings.TrimSpace(string(out)); p != "" && p != os.DevNull {
+			return filepath.Dir(p), nil
+		}
+	}
+	abs, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "go.mod")); err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing and a test
+// reading at the same time.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// proc is one spawned pikod process. done closes once it has been waited
+// for; code is its exit code then (-1 when killed by a signal).
+type proc struct {
+	cmd     *exec.Cmd
+	stdout  syncBuffer
+	stderr  syncBuffer
+	started time.Time
+	done    chan struct{}
+	code    int
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits up to timeout for the process to exit and reports its code.
+func (p *proc) wait(timeout time.Duration) (code int, ok bool) {
+	select {
+	case <-p.done:
+		return p.code, true
+	case <-time.After(timeout):
+		return 0, false
+	}
+}
+
+// signal sends sig unless the process has already been reaped.
+func (p *proc) signal(sig os.Signal) {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// kill9 kills the process with SIGKILL and waits for it.
+func (p *proc) kill9() {
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// daemon is one pikod instance (state dir and socket) and the processes
+// started on it. Every process is waited for before the test ends.
+type daemon struct {
+	t        testing.TB
+	stateDir string
+	sockDir  string
+	socket   string
+	env      []string
+	args     []string
+
+	// mu guards the fields that follow.
+	mu    sync.Mutex
+	cur   *proc
+	procs []*proc
+}
+
+type option func(*daemon)
+
+// withEnv adds KEY=VALUE to the daemon's environment.
+func withEnv(kv ...string) option {
+	return func(d *daemon) { d.env = append(d.env, kv...) }
+}
+
+// withArgs adds pikod flags.
+func withArgs(args ...string) option {
+	return func(d *daemon) { d.args = append(d.args, args...) }
+}
+
+// withSocket sets the socket path.
+func withSocket(path string) option {
+	return func(d *daemon) { d.socket = path }
+}
+
+// withStateDir sets the state directory.
+func withStateDir(dir string) option {
+	return func(d *daemon) { d.stateDir = dir }
+}
+
+// minimalEnv is the environment every spawned process gets: no session
+// bus, a private HOME, no XDG_RUNTIME_DIR.
+func minimalEnv(home string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return []string{
+		"PATH=" + path,
+		"HOME=" + home,
+		"DBUS_SESSION_BUS_ADDRESS=disabled:",
+		"LANG=C.UTF-8",
+		// The race runtime sleeps 1s at exit by default; every pikoctl run
+		// would pay it.
+		"GORACE=atexit_sleep_ms=10",
+	}
+}
+
+// newInstance prepares a pikod instance without starting it.
+func newInstance(t testing.TB, opts ...option) *daemon {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatalf("creating socket dir: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	d := &daemon{
+		t:        t,
+		stateDir: filepath.Join(t.TempDir(), "state"),
+		sockDir:  sockDir,
+		socket:   filepath.Join(sockDir, "pikod.sock"),
+		env:      minimalEnv(t.TempDir()),
+	}
+	for _, o := range opts {
+		o(d)
+	}
+	if len(d.socket) >= 100 {
+		t.Fatalf("socket path %q is too long for a Unix socket", d.socket)
+	}
+	t.Cleanup(d.cleanup)
+	return d
+}
+
+// startDaemon starts pikod on a fresh instance and waits until it answers
+// system.hello. At the end of the test it is stopped with SIGINT and must
+// exit 0.
+func startDaemon(t testing.TB, opts ...option) *daemon {
+	t.Helper()
+	d := newInstance(t, opts...)
+	d.start(t)
+	return d
+}
+
+// spawn starts one pikod process on the instance without waiting for it.
+func (d *daemon) spawn(t testing.TB) *proc {
+	t.Helper()
+	args := append([]string{"--state-dir", d.stateDir, "--socket", d.socket}, d.args...)
+	p := &proc{cmd: exec.Command(pikodBin, args...), done: make(chan struct{})}
+	p.cmd.Env = d.env
+	p.cmd.Stdout = &p.stdout
+	p.cmd.Stderr = &p.stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting pikod: %v", err)
+	}
+	d.mu.Lock()
+	d.procs = append(d.procs, p)
+	d.mu.Unlock()
+	go func() {
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	return p
+}
+
+// start spawns pikod, waits until it is ready and makes it the current
+// process of d.
+func (d *daemon) start(t testing.TB) *proc {
+	t.Helper()
+	p := d.spawn(t)
+	d.waitReady(t, p)
+	d.mu.Lock()
+	d.cur = p
+	d.mu.Unlock()
+	return p
+}
+
+// waitReady polls system.hello with backoff until p answers it (the pid
+// in the answer must be p's), and returns the time of the first answer.
+func (d *daemon) waitReady(t testing.TB, p *proc) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	backoff := 2 * time.Millisecond
+	var lastErr error
+	for {
+		hello, err := rawHello(d.socket, time.Second)
+		if err == nil {
+			if hello.PID != p.pid() {
+				t.Fatalf("system.hello answered by pid %d, want %d (the daemon just started)", hello.PID, p.pid())
+			}
+			return time.Now()
+		}
+		lastErr = err
+		if p.exited() {
+			t.Fatalf("pikod exited with code %d before it was ready (last probe: %v); stderr:\n%s", p.code, lastErr, p.stderr.String())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pikod not ready after %v (last probe: %v); stderr:\n%s", readyTimeout, lastErr, p.stderr.String())
+		}
+		time.Sleep(backoff)
+		if backoff < 100*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// current returns the process serving the instance now.
+func (d *daemon) current() *proc {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cur
+}
+
+// kill9 kills the current daemon process with SIGKILL and waits for it.
+func (d *daemon) kill9() {
+	d.mu.Lock()
+	p := d.cur
+	d.cur = nil
+	d.mu.Unlock()
+	if p != nil {
+		p.kill9()
+	}
+}
+
+// restart starts a new daemon process on the same instance (after kill9 or
+// stop) and waits until it is ready.
+func (d *daemon) restart() {
+	d.t.Helper()
+	if d.current() != nil {
+		d.stop(d.t)
+	}
+	d.start(d.t)
+}
+
+// stop sends SIGINT to the current process and asserts a clean exit.
+func (d *daemon) stop(t testing.TB) {
+	t.Helper()
+	d.stopWith(t, syscall.SIGINT)
+}
+
+// stopWith sends sig to the current process and asserts exit code 0
+// within stopTimeout; a process that does not stop is killed.
+func (d *daemon) stopWith(t testing.TB, sig os.Signal) {
+	t.Helper()
+	d.mu.Lock()
+	p := d.cur
+	d.cur = nil
+	d.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.signal(sig)
+	code, ok := p.wait(stopTimeout)
+	if !ok {
+		p.kill9()
+		t.Errorf("pikod did not exit within %v after %v; killed; stderr:\n%s", stopTimeout, sig, p.stderr.String())
+		return
+	}
+	if code != 0 {
+		t.Errorf("pikod exited with code %d after %v, want 0; stderr:\n%s", code, sig, p.stderr.String())
+	}
+	checkNoRace(t, p)
+}
+
+// checkNoRace fails the test if the race detector reported in p's stderr.
+func checkNoRace(t testing.TB, p *proc) {
+	t.Helper()
+	if s := p.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
+		t.Errorf("race detected in pikod; stderr:\n%s", s)
+	}
+}
+
+// cleanup stops the current process cleanly and kills any other one.
+func (d *daemon) cleanup() {
+	d.stop(d.t)
+	d.mu.Lock()
+	procs := d.procs
+	d.mu.Unlock()
+	for _, p := range procs {
+		if !p.exited() {
+			p.kill9()
+		}
+	}
+}
+
+// client dials the daemon with the rpc client; it is closed at the end of
+// the test.
+func (d *daemon) client(t testing.TB) *rpc.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	c, err := rpc.Dial(ctx, d.socket)
+	if err != nil {
+		t.Fatalf("dialing %s: %v", d.socket, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// call makes one call on a fresh connection and fails the test on error.
+func (d *daemon) call(t testing.TB, method string, params any) json.RawMessage {
+	t.Helper()
+	res, err := d.tryCall(t, method, params)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return res
+}
+
+// tryCall makes one call on a fresh connection and returns its error.
+func (d *daemon) tryCall(t testing.TB, method string, params any) (json.RawMessage, error) {
+	t.Helper()
+	c := d.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var res json.RawMessage
+	err := c.Call(ctx, method, params, &res)
+	return res, err
+}
+
+// callErr makes a call that must fail and returns its wire error.
+func (d *daemon) callErr(t testing.TB, method string, params any) *contracts.Error {
+	t.Helper()
+	res, err := d.tryCall(t, method, params)
+	if err == nil {
+		t.Fatalf("%s succeeded with %s, want an error", method, res)
+	}
+	var we *contracts.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("%s: error %v (%T) is not a *contracts.Error", method, err, err)
+	}
+	return we
+}
+
+// callInto makes a call and decodes its result into out.
+func (d *daemon) callInto(t testing.TB, method string, params, out any) {
+	t.Helper()
+	res := d.call(t, method, params)
+	if err := json.Unmarshal(res, out); err != nil {
+		t.Fatalf("%s: decoding result %s: %v", method, res, err)
+	}
+}
+
+// runCtl runs the compiled pikoctl against d's socket with stdin as its
+// input and returns its output and exit code.
+func runCtl(t testing.TB, d *daemon, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runCtlSocket(t, d.socket, stdin, args...)
+}
+
+// runCtlSocket runs pikoctl with --socket socket.
+func runCtlSocket(t testing.TB, socket, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pikoctlBin, append([]string{"--socket", socket}, args...)...)
+	cmd.Env = minimalEnv(t.TempDir())
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+	default:
+		t.Fatalf("running pikoctl %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("pikoctl %v did not finish in time; stderr:\n%s", args, errb.String())
+	}
+	if strings.Contains(errb.String(), "WARNING: DATA RACE") {
+		t.Errorf("race detected in pikoctl %v; stderr:\n%s", args, errb.String())
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// rawHello asks system.hello on a fresh raw connection, independent of the
+// rpc package, so readiness checks do not depend on the client under test.
+func rawHello(socket string, timeout time.Duration) (*contracts.HelloResult, error) {
+	c, err := net.DialTimeout("unix", socket, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"system.hello","params":{}}`+"\n"); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Result *contracts.HelloResult `json:"result"`
+		Error  *contracts.Error       `json:"error"`
+	}
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("decoding hello response %q: %w", line, err)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	if resp.Result == nil || resp.Result.APIVersion == "" {
+		return nil, fmt.Errorf("hello response without a result: %s", line)
+	}
+	return resp.Result, nil
+}
+
+// sameJSON reports whether a and b decode to equal values.
+func sameJSON(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	return canonJSON(t, a) == canonJSON(t, b)
+}
+
+// canonJSON re-encodes a JSON document with sorted keys.
+func canonJSON(t testing.TB, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decoding JSON %q: %v", b, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encoding JSON: %v", err)
+	}
+	return string(out)
+}
