@@ -178,16 +178,6 @@ type daemon struct {
 
 type option func(*daemon)
 
-// withEnv adds KEY=VALUE to the daemon's environment.
-func withEnv(kv ...string) option {
-	return func(d *daemon) { d.env = append(d.env, kv...) }
-}
-
-// withArgs adds pikod flags.
-func withArgs(args ...string) option {
-	return func(d *daemon) { d.args = append(d.args, args...) }
-}
-
 // withSocket sets the socket path.
 func withSocket(path string) option {
 	return func(d *daemon) { d.socket = path }
