@@ -24,6 +24,7 @@ var (
 // version i to i+1. Append only.
 var migrations = []func(tx *bolt.Tx) error{
 	migrateInitial,
+	migrateProcesses,
 }
 
 // SchemaVersion is the layout version this build writes.

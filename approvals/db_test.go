@@ -30,8 +30,8 @@ func TestMigrationInitialLayout(t *testing.T) {
 		if meta == nil {
 			t.Fatal("meta bucket missing")
 		}
-		if got := string(meta.Get(keySchema)); got != "1" {
-			t.Errorf("meta/schema = %q, want %q", got, "1")
+		if got := string(meta.Get(keySchema)); got != "2" {
+			t.Errorf("meta/schema = %q, want %q", got, "2")
 		}
 		if _, err := time.Parse(time.RFC3339, string(meta.Get(keyCreated))); err != nil {
 			t.Errorf("meta/created = %q: %v", meta.Get(keyCreated), err)
@@ -102,5 +102,37 @@ func TestSaveSettingsCompareAndSwap(t *testing.T) {
 	rec, err = db.Settings("mcp")
 	if err != nil || rec.Revision != 1 || string(rec.Settings) != `{"servers":[]}` {
 		t.Fatalf("after stale save: %+v, %v; want revision 1 unchanged", rec, err)
+	}
+}
+
+func TestMigrationProcesses(t *testing.T) {
+	db, path := openTemp(t)
+	// A database written by schema 1 gains the processes bucket.
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketProcesses); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte("1"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err := Open(path, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutProcess(42, []byte(`{"pid":42}`)); err != nil {
+		t.Fatalf("PutProcess after migration: %v", err)
+	}
+	recs, err := db.ListProcesses()
+	if err != nil || len(recs) != 1 || string(recs[0]) != `{"pid":42}` {
+		t.Fatalf("ListProcesses = %q, %v", recs, err)
+	}
+	if err := db.DeleteProcess(42); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := db.ListProcesses(); len(recs) != 0 {
+		t.Fatalf("after DeleteProcess: %q", recs)
 	}
 }

@@ -175,6 +175,10 @@ func ToError(err error) *Error {
 			if errors.As(err, &h) {
 				out.Data.Hint = h.Hint()
 			}
+			var u interface{ Upstream() *UpstreamError }
+			if errors.As(err, &u) {
+				out.Data.Upstream = u.Upstream()
+			}
 			return out
 		}
 	}

@@ -45,6 +45,12 @@ type ServerStatus struct {
 	CatalogComplete bool   `json:"catalogComplete"`
 	// CatalogProblem says why the catalog is incomplete.
 	CatalogProblem string `json:"catalogProblem,omitempty"`
+	// ExitStatus is how the server's last process ended ("exit status 3").
+	ExitStatus string `json:"exitStatus,omitempty"`
+	// Generation counts successful connects; prepared actions bind to it.
+	Generation uint64 `json:"generation,omitempty"`
+	// Notes are standing limitations of this server's transport.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ServerInfo is the name and version a server reported about itself.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 	"github.com/rs/zerolog"
 )
@@ -90,6 +92,33 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 
+	// Processes a killed daemon left behind are ended before anything new
+	// starts; orphans of our own servers get reparented to us from now on.
+	records := processRecords{db}
+	if err := mcpclient.SetSubreaper(); err != nil {
+		log.Warn().Err(err).Msg("cannot become a child subreaper; escaped server descendants will not be adopted")
+	}
+	if n, err := mcpclient.ReapOrphans(records, log.With().Str("component", "reaper").Logger()); err != nil {
+		log.Error().Err(err).Msg("reaping processes left by a previous daemon")
+	} else if n > 0 {
+		log.Warn().Int("killed", n).Msg("ended processes left behind by a previous daemon")
+	}
+	runDir := filepath.Join(cfg.StateDir, "run")
+	if _, err := mcpclient.CleanRunDir(runDir, func(string) bool { return false }); err != nil {
+		log.Warn().Err(err).Msg("removing disposable server homes left by a previous daemon")
+	}
+	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
+		Log:           log.With().Str("component", "mcp").Logger(),
+		RunDir:        runDir,
+		Records:       records,
+		ClientVersion: cfg.Version,
+	})
+	defer func() {
+		d.sup.Close()
+		log.Info().Msg("mcp servers stopped")
+	}()
+	d.sup.Apply(d.settings.Servers)
+
 	ln, err := rpc.Listen(cfg.SocketPath, log.With().Str("component", "rpc").Logger())
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.SocketPath, err)
@@ -98,6 +127,8 @@ func Run(ctx context.Context, cfg Config) error {
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
 		Str("version", cfg.Version).Msg("pikod ready")
+	// Enabled servers connect in the background: the socket serves at once.
+	d.sup.ConnectEnabled()
 	err = srv.Serve(ctx, ln)
 	log.Info().Msg("stopped serving")
 	return err
@@ -107,6 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 type daemon struct {
 	cfg     Config
 	db      *approvals.DB
+	sup     *mcpclient.Supervisor
 	log     zerolog.Logger
 	started time.Time
 
@@ -138,4 +170,33 @@ func (d *daemon) loadSettings() error {
 	}
 	d.settings = s
 	return nil
+}
+
+// processRecords keeps the supervisor's process records in the database.
+type processRecords struct{ db *approvals.DB }
+
+func (r processRecords) PutProcess(rec mcpclient.ProcessRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return r.db.PutProcess(rec.PID, b)
+}
+
+func (r processRecords) DeleteProcess(pid int) error { return r.db.DeleteProcess(pid) }
+
+func (r processRecords) ListProcesses() ([]mcpclient.ProcessRecord, error) {
+	raw, err := r.db.ListProcesses()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpclient.ProcessRecord, 0, len(raw))
+	for _, b := range raw {
+		var rec mcpclient.ProcessRecord
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("decoding a process record: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }

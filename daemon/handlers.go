@@ -16,10 +16,14 @@ import (
 // registered: the ones not served yet answer ErrNotImplemented.
 func (d *daemon) register(srv *rpc.Server) {
 	served := map[string]rpc.HandlerFunc{
-		contracts.MethodHello:     d.hello,
-		contracts.MethodConfigure: d.configure,
-		contracts.MethodSettings:  d.getSettings,
-		contracts.MethodMCPStatus: d.status,
+		contracts.MethodHello:         d.hello,
+		contracts.MethodConfigure:     d.configure,
+		contracts.MethodSettings:      d.getSettings,
+		contracts.MethodMCPStatus:     d.status,
+		contracts.MethodMCPConnect:    d.connect,
+		contracts.MethodMCPDisconnect: d.disconnect,
+		contracts.MethodMCPPing:       d.ping,
+		contracts.MethodMCPCatalog:    d.catalog,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -129,6 +133,12 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, err
 	}
 	d.settings, d.revision, d.settingsErr = next, rec.Revision, nil
+	// Saving disconnects the servers it changes or removes; nothing new
+	// connects until asked or until the next start.
+	if disc := d.sup.Apply(next.Servers); len(disc) > 0 {
+		slices.Sort(disc)
+		res.Disconnected = disc
+	}
 	d.log.Info().Uint64("revision", rec.Revision).Strs("added", res.Added).Strs("changed", res.Changed).
 		Strs("removed", res.Removed).Msg("mcp settings saved")
 	return res, nil
@@ -175,28 +185,70 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err
 	}
+	servers, err := d.sup.Status(p.Server)
+	if err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	res := contracts.StatusResult{
-		Revision: d.revision,
-		Servers:  []contracts.ServerStatus{},
+	rev := d.revision
+	d.mu.Unlock()
+	return contracts.StatusResult{
+		Revision: rev,
+		Servers:  servers,
 		Vault:    contracts.VaultStatus{Backend: "none", Note: "no credential store is set up in this build; servers run without secrets"},
+	}, nil
+}
+
+func decodeServer(req *rpc.Request) (string, error) {
+	var p contracts.ServerParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return "", err
 	}
-	for i := range d.settings.Servers {
-		s := &d.settings.Servers[i]
-		if p.Server != "" && s.ID != p.Server {
-			continue
-		}
-		st := contracts.ServerStatus{ID: s.ID, Enabled: s.IsEnabled(), Transport: s.Transport, State: contracts.StateIdle}
-		if !st.Enabled {
-			st.State = contracts.StateDisabled
-		}
-		res.Servers = append(res.Servers, st)
+	if p.Server == "" {
+		return "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
 	}
-	if p.Server != "" && len(res.Servers) == 0 {
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
-			"list the configured servers with 'pikoctl mcp status'")
+	return p.Server, nil
+}
+
+func (d *daemon) connect(ctx context.Context, req *rpc.Request) (any, error) {
+	id, err := decodeServer(req)
+	if err != nil {
+		return nil, err
 	}
-	return res, nil
+	st, err := d.sup.Connect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return contracts.ConnectResult{Server: st}, nil
+}
+
+func (d *daemon) disconnect(ctx context.Context, req *rpc.Request) (any, error) {
+	id, err := decodeServer(req)
+	if err != nil {
+		return nil, err
+	}
+	was, err := d.sup.Disconnect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return contracts.DisconnectResult{Server: id, WasConnected: was}, nil
+}
+
+func (d *daemon) ping(ctx context.Context, req *rpc.Request) (any, error) {
+	id, err := decodeServer(req)
+	if err != nil {
+		return nil, err
+	}
+	return d.sup.Ping(ctx, id)
+}
+
+func (d *daemon) catalog(ctx context.Context, req *rpc.Request) (any, error) {
+	var p contracts.CatalogParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.Server == "" {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
+	}
+	return d.sup.Catalog(ctx, p.Server)
 }

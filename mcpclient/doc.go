@@ -1,9 +1,14 @@
-// Package mcpclient will own one supervised session per configured MCP
-// server: process groups, guarded HTTP, protocol eras, catalogs, calls and
-// server-to-client requests. It arrives with the connections work; nothing
-// in this build uses it yet.
+// Package mcpclient owns one supervised session per configured MCP server:
+// stdio children in their own process groups with scrubbed environments
+// and disposable homes, guarded HTTP and SSE clients, the protocol era,
+// complete catalogs with model-facing names and definition digests, and
+// the requests pikod sends.
 //
-// It may import contracts, mark3labs/mcp-go, golang.org/x/oauth2 and
-// zerolog; never daemon, rpc, vault or approvals (the daemon passes it what
-// it needs through small interfaces).
+// A Supervisor holds the sessions; each session has at most one live
+// connection, shared by concurrent callers, and never reconnects by itself.
+//
+// It may import contracts, mark3labs/mcp-go, golang.org/x/oauth2,
+// golang.org/x/sys and zerolog; never daemon, rpc, vault or approvals (the
+// daemon passes it what it needs through small interfaces such as
+// ProcessRecords).
 package mcpclient

@@ -17,6 +17,7 @@ import (
 func (a *app) newMCPCmd() *cobra.Command {
 	mcp := groupCmd("mcp", "Configure MCP servers and show their state")
 	mcp.AddCommand(a.newMCPConfigureCmd(), a.newMCPConfigCmd(), a.newMCPStatusCmd())
+	mcp.AddCommand(a.newConnectionCmds()...)
 	return mcp
 }
 
@@ -156,6 +157,11 @@ func (a *app) newMCPStatusCmd() *cobra.Command {
 			var res contracts.StatusResult
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return fmt.Errorf("decoding the extensions.mcp.status result: %w", err)
+			}
+			if params.Server != "" && len(res.Servers) == 1 {
+				w := &errWriter{w: a.stdout}
+				writeServerDetail(w, res.Servers[0])
+				return w.err
 			}
 			return writeStatus(&errWriter{w: a.stdout}, &res)
 		},

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+)
+
+// serverCmd builds a command that calls method with {"server": SERVER} and
+// prints the result with human (or raw with --json).
+func (a *app) serverCmd(use, short, method string, result any, human func(*errWriter) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " SERVER",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), method, contracts.ServerParams{Server: args[0]}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			if err := json.Unmarshal(raw, result); err != nil {
+				return fmt.Errorf("decoding the %s result: %w", method, err)
+			}
+			return human(&errWriter{w: a.stdout})
+		},
+	}
+}
+
+func (a *app) newConnectionCmds() []*cobra.Command {
+	var conn contracts.ConnectResult
+	var disc contracts.DisconnectResult
+	var ping contracts.PingResult
+	var cat contracts.CatalogResult
+	return []*cobra.Command{
+		a.serverCmd("connect", "Connect a server now (a failed one is tried again)", contracts.MethodMCPConnect, &conn,
+			func(w *errWriter) error {
+				writeServerDetail(w, conn.Server)
+				return w.err
+			}),
+		a.serverCmd("disconnect", "Disconnect a server and stop its processes", contracts.MethodMCPDisconnect, &disc,
+			func(w *errWriter) error {
+				if disc.WasConnected {
+					fmt.Fprintf(w, "disconnected %s\n", clean(disc.Server))
+				} else {
+					fmt.Fprintf(w, "%s was not connected\n", clean(disc.Server))
+				}
+				return w.err
+			}),
+		a.serverCmd("ping", "Make one round trip to a server", contracts.MethodMCPPing, &ping,
+			func(w *errWriter) error {
+				fmt.Fprintf(w, "%s answered in %d ms (protocol %s)\n", clean(ping.Server), ping.RoundTripMs, clean(ping.ProtocolVersion))
+				return w.err
+			}),
+		a.serverCmd("catalog", "List a server's tools, resources, templates and prompts", contracts.MethodMCPCatalog, &cat,
+			func(w *errWriter) error { return writeCatalog(w, &cat) }),
+	}
+}
+
+func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
+	if c.Complete {
+		fmt.Fprintf(w, "%s: %d tools, %d resources, %d resource templates, %d prompts (complete)\n",
+			clean(c.Server), len(c.Tools), len(c.Resources), len(c.ResourceTemplates), len(c.Prompts))
+	} else {
+		fmt.Fprintf(w, "%s: INCOMPLETE catalog (%s): %d tools, %d resources, %d resource templates, %d prompts so far\n",
+			clean(c.Server), clean(c.Problem), len(c.Tools), len(c.Resources), len(c.ResourceTemplates), len(c.Prompts))
+	}
+	if len(c.Tools) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nTOOL\tNAME\tGRANT\tDESCRIPTION")
+		for _, t := range c.Tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(truncate(t.OriginalName, 40)), cell(t.Name), cell(t.Grant),
+				cell(truncate(firstLine(t.Description), 60)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, l := range []struct {
+		title string
+		items []json.RawMessage
+		key   string
+	}{{"RESOURCES", c.Resources, "uri"}, {"RESOURCE TEMPLATES", c.ResourceTemplates, "uriTemplate"}, {"PROMPTS", c.Prompts, "name"}} {
+		if len(l.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", l.title)
+		for _, it := range l.items {
+			var m map[string]any
+			_ = json.Unmarshal(it, &m)
+			id, _ := m[l.key].(string)
+			name, _ := m["name"].(string)
+			if l.key == "name" {
+				desc, _ := m["description"].(string)
+				name = firstLine(desc)
+			}
+			fmt.Fprintf(w, "  %s  %s\n", cell(truncate(id, 80)), clean(truncate(name, 60)))
+		}
+	}
+	return w.err
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// writeServerDetail prints one server's full status.
+func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
+	fmt.Fprintf(w, "server:     %s\n", clean(s.ID))
+	fmt.Fprintf(w, "state:      %s\n", clean(s.State))
+	fmt.Fprintf(w, "transport:  %s\n", clean(s.Transport))
+	fmt.Fprintf(w, "enabled:    %s\n", yesNo(s.Enabled))
+	if s.ProtocolVersion != "" {
+		fmt.Fprintf(w, "protocol:   %s\n", clean(s.ProtocolVersion))
+	}
+	if s.ServerInfo != nil {
+		fmt.Fprintf(w, "server is:  %s %s\n", clean(s.ServerInfo.Name), clean(s.ServerInfo.Version))
+	}
+	if s.PID != 0 {
+		fmt.Fprintf(w, "pid:        %d (process group %d)\n", s.PID, s.PGID)
+	}
+	if s.ConnectedSince != "" {
+		fmt.Fprintf(w, "connected:  since %s (generation %d)\n", clean(s.ConnectedSince), s.Generation)
+	}
+	if s.State == contracts.StateConnected {
+		fmt.Fprintf(w, "catalog:    %d tools, %d resources, %d templates, %d prompts", s.ToolCount, s.ResourceCount, s.TemplateCount, s.PromptCount)
+		if s.CatalogComplete {
+			fmt.Fprintln(w, " (complete)")
+		} else {
+			fmt.Fprintf(w, " (INCOMPLETE: %s)\n", clean(s.CatalogProblem))
+		}
+	}
+	if s.ExitStatus != "" {
+		fmt.Fprintf(w, "last exit:  %s\n", clean(s.ExitStatus))
+	}
+	if s.LastError != "" {
+		fmt.Fprintf(w, "last error: %s\n", clean(s.LastError))
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "note:       %s\n", clean(n))
+	}
+	if s.StderrTail != "" {
+		fmt.Fprintln(w, "stderr (last lines):")
+		for _, line := range strings.Split(strings.TrimRight(s.StderrTail, "\n"), "\n") {
+			fmt.Fprintf(w, "  | %s\n", clean(line))
+		}
+	}
+}

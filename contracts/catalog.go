@@ -1,0 +1,56 @@
+package contracts
+
+import "encoding/json"
+
+// Grants a catalog tool can have.
+const (
+	GrantRead        = "read"
+	GrantAutonomous  = "autonomous"
+	GrantApproval    = "approval"
+	GrantNotSelected = "not_selected"
+)
+
+// CatalogParams is the params of extensions.mcp.catalog. The server is
+// connected first if it is not (a failed server is retried: this is an
+// owner request).
+type CatalogParams struct {
+	Server string `json:"server"`
+}
+
+// CatalogResult is the result of extensions.mcp.catalog: everything the
+// server offers, discovered across all pages. Complete is false when a limit
+// cut discovery short (Problem says which) or a list failed; an incomplete
+// catalog is never presented as exhaustive.
+type CatalogResult struct {
+	Server            string            `json:"server"`
+	Tools             []CatalogTool     `json:"tools"`
+	Resources         []json.RawMessage `json:"resources"`
+	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
+	Prompts           []json.RawMessage `json:"prompts"`
+	Complete          bool              `json:"complete"`
+	Problem           string            `json:"problem,omitempty"`
+	// DiscoveredAt is RFC 3339 UTC.
+	DiscoveredAt string `json:"discoveredAt"`
+}
+
+// CatalogTool is one tool with its pikod-side names and grant. Schemas and
+// annotations pass through untouched.
+type CatalogTool struct {
+	// Name is the model-facing name mcp_<server>_<tool>: only [A-Za-z0-9_-],
+	// at most 64 characters, stable across restarts.
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	OriginalName string          `json:"originalName"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Selected reports whether the settings' tools list selects it.
+	Selected bool `json:"selected"`
+	// Grant is read, autonomous, approval or not_selected.
+	Grant string `json:"grant"`
+	// Digest is the hex SHA-256 of the definition (name, title,
+	// description, schemas, annotations); approvals bind to it.
+	Digest string `json:"digest"`
+}

@@ -1,0 +1,140 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// rawRequester sends requests with raw JSON params and returns raw results,
+// so what pikod hashes, stores and passes on is exactly what went over the
+// wire. mcp-go's typed helpers re-encode tool definitions through structs
+// that drop schema keywords; these requests bypass them while keeping the
+// protocol metadata a 2026-07-28 connection requires on every request.
+type rawRequester struct {
+	client       *client.Client
+	clientInfo   mcp.Implementation
+	capabilities mcp.ClientCapabilities
+	// ids are strings so they never collide with mcp-go's numeric ids on
+	// the same connection.
+	next atomic.Uint64
+}
+
+// UpstreamError is an error response from the MCP server itself.
+type UpstreamError struct {
+	Code    int
+	Message string
+	Data    json.RawMessage
+}
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("server error %d: %s", e.Code, e.Message)
+}
+
+// request sends method with params (a JSON object or nil) and returns the
+// raw result. When ctx ends first on a transport that carries it, the server
+// is told with notifications/cancelled.
+func (r *rawRequester) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	version := r.client.ProtocolVersion()
+	params, err := r.withMeta(version, params)
+	if err != nil {
+		return nil, err
+	}
+	var header http.Header
+	if std := mcp.StandardHeaders(version, mcp.MCPMethod(method), params); len(std) > 0 {
+		header = http.Header{}
+		for k, v := range std {
+			header.Set(k, v)
+		}
+	}
+	id := mcp.NewRequestId("pikod-" + strconv.FormatUint(r.next.Add(1), 10))
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Header: header}
+	if params != nil {
+		req.Params = params
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	resp, err := r.client.GetTransport().SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			r.cancel(id, ctx.Err())
+		}
+		return nil, err
+	}
+	if resp.Error != nil {
+		var data json.RawMessage
+		if resp.Error.Data != nil {
+			data, _ = json.Marshal(resp.Error.Data)
+		}
+		return nil, &UpstreamError{Code: resp.Error.Code, Message: resp.Error.Message, Data: data}
+	}
+	return resp.Result, nil
+}
+
+// withMeta merges the per-request metadata of the modern protocol into
+// params; legacy connections send params untouched.
+func (r *rawRequester) withMeta(version string, params json.RawMessage) (json.RawMessage, error) {
+	if !mcp.IsModernProtocol(version) {
+		return params, nil
+	}
+	fields := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(params)) > 0 && !bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		if err := json.Unmarshal(params, &fields); err != nil {
+			return nil, fmt.Errorf("params must be a JSON object: %w", err)
+		}
+	}
+	meta := map[string]any{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("params._meta must be a JSON object: %w", err)
+		}
+	}
+	meta[mcp.MetaKeyProtocolVersion] = version
+	meta[mcp.MetaKeyClientCapabilities] = r.capabilities
+	meta[mcp.MetaKeyClientInfo] = r.clientInfo
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	fields["_meta"] = m
+	return json.Marshal(fields)
+}
+
+// cancel tells the server to stop a request whose caller went away. HTTP
+// transports end the request's stream instead, which mcp-go does when ctx
+// ends; stdio needs the notification. Best effort, bounded, off the
+// caller's path is not needed: SendNotification on stdio is a pipe write
+// with a deadline.
+func (r *rawRequester) cancel(id mcp.RequestId, cause error) {
+	if _, ok := r.client.GetTransport().(transport.HTTPConnection); ok {
+		return
+	}
+	n := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": cause.Error()}},
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = r.client.GetTransport().SendNotification(ctx, n)
+}
+
+// isUpstream reports whether err is the server's own error response.
+func isUpstream(err error) (*UpstreamError, bool) {
+	var u *UpstreamError
+	ok := errors.As(err, &u)
+	return u, ok
+}

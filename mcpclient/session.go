@@ -1,0 +1,591 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pikod/pikod/contracts"
+	"github.com/rs/zerolog"
+)
+
+// session is one configured server: its settings (fixed for the session's
+// life; changed settings get a new session) and at most one live connection.
+type session struct {
+	sup    *Supervisor
+	cfg    contracts.ServerSettings
+	digest string
+	log    zerolog.Logger
+
+	// mu guards the fields that follow.
+	mu         sync.Mutex
+	state      string
+	lastErr    string
+	setup      *setupCall // the connect in progress, shared by its callers
+	conn       *conn      // the live connection, nil unless connected
+	generation uint64     // bumped by every successful connect
+	lastProc   *Process   // for pid, exit status and stderr after a failure
+	stopped    bool       // the session was removed; it never connects again
+}
+
+type setupCall struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	conn   *conn
+	err    error
+}
+
+// conn is one live connection.
+type conn struct {
+	s        *session
+	gen      uint64
+	client   *client.Client
+	raw      *rawRequester
+	proc     *Process // stdio only
+	protocol string
+	info     contracts.ServerInfo
+	since    time.Time
+	caps     serverCaps
+
+	ctx    context.Context // lives as long as the connection
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // goroutines serving this connection
+
+	// changed is signalled (never blocking) by list_changed notifications.
+	changed chan struct{}
+	// catMu guards catalog and catReady.
+	catMu    sync.Mutex
+	catalog  *Catalog
+	catReady chan struct{} // closed when catalog is current
+
+	closeOnce sync.Once
+	lost      atomic.Pointer[string]
+}
+
+func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
+	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(),
+		log: sup.log.With().Str("server", cfg.ID).Logger()}
+	s.state = contracts.StateIdle
+	if !cfg.IsEnabled() {
+		s.state = contracts.StateDisabled
+	}
+	return s
+}
+
+// connect returns the live connection, starting one if there is none.
+// Concurrent callers share one setup; each waits under its own ctx.
+func (s *session) connect(ctx context.Context) (*conn, error) {
+	s.mu.Lock()
+	if s.conn != nil {
+		c := s.conn
+		s.mu.Unlock()
+		return c, nil
+	}
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "server_removed",
+			"server %q was reconfigured or removed while connecting; try again", s.cfg.ID)
+	}
+	if !s.cfg.IsEnabled() {
+		s.mu.Unlock()
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
+			`set "enabled": true in its settings and configure again`)
+	}
+	call := s.setup
+	if call == nil {
+		setupCtx, cancel := context.WithCancel(s.sup.ctx)
+		call = &setupCall{done: make(chan struct{}), cancel: cancel}
+		s.setup = call
+		s.state = contracts.StateConnecting
+		s.sup.wg.Add(1)
+		go func() {
+			defer s.sup.wg.Done()
+			defer cancel()
+			c, err := s.dial(setupCtx)
+			s.finishSetup(call, c, err)
+		}()
+	}
+	s.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.conn, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *session) finishSetup(call *setupCall, c *conn, err error) {
+	s.mu.Lock()
+	if err == nil && (s.stopped || s.setup != call) {
+		err = contracts.Errorf(contracts.ErrCanceled, "connect_canceled", "connecting to %q was canceled by a disconnect", s.cfg.ID)
+	}
+	if s.setup == call {
+		s.setup = nil
+	}
+	if err != nil {
+		if c != nil {
+			defer c.close()
+		}
+		if !s.stopped && s.state == contracts.StateConnecting {
+			s.state = contracts.StateFailed
+			s.lastErr = cleanText(err.Error(), 2000)
+		}
+		err = connectError(s.cfg.ID, err)
+		s.log.Warn().Err(err).Msg("connect failed")
+	} else {
+		s.generation++
+		c.gen = s.generation
+		s.conn = c
+		s.state = contracts.StateConnected
+		s.lastErr = ""
+		s.log.Info().Str("protocol", c.protocol).Str("server_name", c.info.Name).Uint64("generation", c.gen).
+			Int("tools", len(c.currentCatalog().Tools)).Msg("connected")
+	}
+	call.conn, call.err = c, err
+	if err != nil {
+		call.conn = nil
+	}
+	close(call.done)
+	s.mu.Unlock()
+}
+
+func connectError(id string, err error) error {
+	var ce *contracts.Error
+	if errors.As(err, &ce) || errors.Is(err, contracts.ErrCanceled) || errors.Is(err, contracts.ErrFailedPrecondition) {
+		return err
+	}
+	return contracts.WithHint(
+		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, cleanText(err.Error(), 2000), contracts.ErrUnavailable), "connect_failed"),
+		"see 'pikoctl mcp status "+id+"' for the server's stderr; fix the settings or the server, then 'pikoctl mcp connect "+id+"'")
+}
+
+// disconnect stops the live connection or the setup in progress. The
+// session returns to idle (or disabled).
+func (s *session) disconnect() (wasConnected bool) {
+	s.mu.Lock()
+	c := s.conn
+	s.conn = nil
+	if s.setup != nil {
+		s.setup.cancel()
+		s.setup = nil
+	}
+	if s.cfg.IsEnabled() {
+		s.state = contracts.StateIdle
+	} else {
+		s.state = contracts.StateDisabled
+	}
+	s.lastErr = ""
+	s.mu.Unlock()
+	if c != nil {
+		c.close()
+		s.log.Info().Msg("disconnected")
+	}
+	return c != nil
+}
+
+// stop ends the session for good (settings changed or removed, shutdown).
+func (s *session) stop() bool {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	return s.disconnect()
+}
+
+// lostConn marks c dead: the session fails with why, unless c is no longer
+// the live connection (a disconnect got there first).
+func (s *session) lostConn(c *conn, why string, state string) {
+	if !c.lost.CompareAndSwap(nil, &why) {
+		return
+	}
+	s.mu.Lock()
+	current := s.conn == c
+	if current {
+		s.conn = nil
+		s.state = state
+		s.lastErr = cleanText(why, 2000)
+	}
+	s.mu.Unlock()
+	if current {
+		s.log.Warn().Str("reason", why).Msg("connection lost")
+	}
+	// close waits for this connection's goroutines, one of which may be
+	// the caller: never wait on ourselves.
+	s.sup.wg.Add(1)
+	go func() {
+		defer s.sup.wg.Done()
+		c.close()
+	}()
+}
+
+// status describes the session now.
+func (s *session) status() contracts.ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := contracts.ServerStatus{ID: s.cfg.ID, Enabled: s.cfg.IsEnabled(), Transport: s.cfg.Transport,
+		State: s.state, LastError: s.lastErr}
+	if s.cfg.Transport == contracts.TransportSSE {
+		st.Notes = append(st.Notes, sseLimitation)
+	}
+	proc := s.lastProc
+	if c := s.conn; c != nil {
+		st.ProtocolVersion = c.protocol
+		info := c.info
+		st.ServerInfo = &info
+		st.ConnectedSince = c.since.Format(time.RFC3339)
+		st.Generation = c.gen
+		cat := c.currentCatalog()
+		st.ToolCount, st.ResourceCount, st.TemplateCount, st.PromptCount =
+			len(cat.Tools), len(cat.Resources), len(cat.ResourceTemplates), len(cat.Prompts)
+		st.CatalogComplete = cat.Complete
+		st.CatalogProblem = cat.Problem
+	}
+	if proc != nil {
+		st.StderrTail = proc.StderrTail()
+		if s.conn != nil {
+			st.PID, st.PGID = proc.PID(), proc.PGID()
+		} else if es := proc.ExitStatus(); es != "" {
+			st.ExitStatus = es
+		}
+	}
+	return st
+}
+
+const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
+
+// dial makes one connection: transport, handshake in the configured
+// protocol era, the complete catalog.
+func (s *session) dial(ctx context.Context) (*conn, error) {
+	mode := s.cfg.ProtocolMode()
+	c, err := s.dialMode(ctx, mode, false)
+	if err != nil {
+		return nil, err
+	}
+	// Under auto an HTTP server that turns out to be legacy is dialled again
+	// with the GET listening stream, which only the legacy era has: that is
+	// where list_changed and server requests travel.
+	if mode == contracts.ProtocolAuto && s.cfg.Transport == contracts.TransportHTTP && !mcp.IsModernProtocol(c.protocol) {
+		c.close()
+		return s.dialMode(ctx, contracts.ProtocolLegacy, true)
+	}
+	return c, nil
+}
+
+func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn, error) {
+	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
+	life, cancel := context.WithCancel(s.sup.ctx)
+	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			c.close()
+		}
+	}()
+
+	tr, err := s.transport(c, mode, listen)
+	if err != nil {
+		return nil, err
+	}
+	var opts []client.ClientOption
+	switch mode {
+	case contracts.ProtocolLegacy:
+		opts = append(opts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	case contracts.ProtocolAuto:
+		opts = append(opts, client.WithDiscoverTimeout(s.sup.opts.DiscoverProbe))
+	default:
+		opts = append(opts, client.WithProtocolVersion(mode), client.WithDiscoverTimeout(s.sup.opts.DiscoverProbe))
+	}
+	caps := mcp.ClientCapabilities{}
+	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
+	c.client = client.NewClient(tr, opts...)
+	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: caps}
+	c.client.OnNotification(c.onNotification)
+	// Start's ctx lives as long as the connection (SDK trap: a short ctx
+	// kills the transport).
+	if err := c.client.Start(life); err != nil {
+		return nil, fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
+	}
+	c.client.OnConnectionLost(func(err error) {
+		s.lostConn(c, "connection lost: "+err.Error(), contracts.StateFailed)
+	})
+
+	initCtx, initCancel := context.WithTimeout(ctx, timeout)
+	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: pinOf(mode), ClientInfo: info, Capabilities: caps}})
+	initCancel()
+	if err != nil {
+		if initCtx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("the server did not complete the handshake within timeoutMs (%s): %w", timeout, c.explain(err))
+		}
+		return nil, fmt.Errorf("handshake: %w", c.explain(err))
+	}
+	c.protocol = c.client.ProtocolVersion()
+	if c.protocol == "" {
+		c.protocol = res.ProtocolVersion
+	}
+	if pin := pinOf(mode); pin != "" && c.protocol != pin {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "protocol_mismatch",
+				"server %q speaks protocol %s, but its settings pin %s", s.cfg.ID, c.protocol, pin),
+			`set "protocol" to "auto" or "legacy", or pin a version the server supports`)
+	}
+	if mode == contracts.ProtocolLegacy && mcp.IsModernProtocol(c.protocol) {
+		return nil, fmt.Errorf("server negotiated %s although the legacy protocol was asked for", c.protocol)
+	}
+	c.info = contracts.ServerInfo{Name: cleanText(res.ServerInfo.Name, 200), Version: cleanText(res.ServerInfo.Version, 100)}
+	sc := res.Capabilities
+	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil}
+	c.since = time.Now().UTC()
+
+	c.setCatalog(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
+	if cat := c.currentCatalog(); !cat.Complete {
+		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
+	}
+	c.wg.Add(1)
+	go c.watch()
+	ok = true
+	return c, nil
+}
+
+func pinOf(mode string) string {
+	if mode == contracts.ProtocolLegacy || mode == contracts.ProtocolAuto {
+		return ""
+	}
+	return mode
+}
+
+// transport builds the mcp-go transport for the server's settings.
+func (s *session) transport(c *conn, mode string, listen bool) (transport.Interface, error) {
+	switch s.cfg.Transport {
+	case contracts.TransportStdio:
+		env := map[string]string{}
+		for k, v := range s.cfg.Env {
+			env[k] = v
+		}
+		p, err := StartProcess(ProcessSpec{
+			ServerID: s.cfg.ID, Command: s.cfg.Command, Args: s.cfg.Args, Cwd: s.cfg.Cwd, Env: env,
+			MaxLineBytes: s.cfg.MessageLimit(), RunDir: s.sup.opts.RunDir, PATH: s.sup.opts.PATH,
+		}, s.sup.opts.Records, s.log)
+		if err != nil {
+			return nil, err
+		}
+		c.proc = p
+		s.mu.Lock()
+		s.lastProc = p
+		s.mu.Unlock()
+		stdout := &watchedReader{r: p.Stdout(), onErr: func(err error) { c.stdoutEnded(err) }}
+		return transport.NewIO(stdout, p.Stdin(), nil), nil
+	case contracts.TransportHTTP, contracts.TransportSSE:
+		hc, err := NewGuardedClient(GuardConfig{
+			URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: s.cfg.Headers,
+			MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if s.cfg.Transport == contracts.TransportSSE {
+			// Never WithHTTPTimeout-style client timeouts: contexts bound
+			// every request, and the SSE stream must stay open.
+			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(hc),
+				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
+		}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc)}
+		if listen || mode == contracts.ProtocolLegacy || (pinOf(mode) != "" && !mcp.IsModernProtocol(mode)) {
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		return transport.NewStreamableHTTP(s.cfg.URL, opts...)
+	}
+	return nil, fmt.Errorf("unknown transport %q", s.cfg.Transport)
+}
+
+// watchedReader reports the first read error (EOF included) of the
+// server's stdout: that is the end of the connection.
+type watchedReader struct {
+	r     interface{ Read([]byte) (int, error) }
+	once  sync.Once
+	onErr func(error)
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err != nil {
+		w.once.Do(func() { w.onErr(err) })
+	}
+	return n, err
+}
+
+// stdoutEnded runs when the server's stdout ends or breaks a limit.
+func (c *conn) stdoutEnded(err error) {
+	why := "the server closed its stdout"
+	if errors.Is(err, ErrMessageTooLarge) {
+		why = err.Error()
+	} else if c.proc != nil {
+		// Give the exit status a moment to arrive so the message says it.
+		select {
+		case <-c.proc.Done():
+			why = "the server process exited (" + c.proc.ExitStatus() + ")"
+		case <-time.After(time.Second):
+		}
+	}
+	c.s.lostConn(c, why, contracts.StateFailed)
+}
+
+// explain turns a transport error into one that says what happened to the
+// process, when there is one.
+func (c *conn) explain(err error) error {
+	if c.proc == nil {
+		return err
+	}
+	select {
+	case <-c.proc.Done():
+		return fmt.Errorf("%w (the server process exited: %s)", err, c.proc.ExitStatus())
+	default:
+		return err
+	}
+}
+
+// watch owns the connection's background work: it ends the connection when
+// the process exits and re-discovers the catalog after list_changed.
+func (c *conn) watch() {
+	defer c.wg.Done()
+	var exited <-chan struct{}
+	if c.proc != nil {
+		exited = c.proc.Done()
+	}
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-exited:
+			c.s.lostConn(c, "the server process exited ("+c.proc.ExitStatus()+")", contracts.StateFailed)
+			return
+		case <-c.changed:
+			cat := discover(c.ctx, c.fetchPage, &c.s.cfg, c.caps, c.s.sup.opts.Limits)
+			if c.ctx.Err() != nil {
+				return
+			}
+			c.setCatalog(cat)
+			c.s.log.Info().Int("tools", len(cat.Tools)).Bool("complete", cat.Complete).Msg("catalog re-discovered after list_changed")
+		}
+	}
+}
+
+// onNotification runs on the transport's reader: it only signals.
+func (c *conn) onNotification(n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged),
+		string(mcp.MethodNotificationPromptsListChanged):
+		c.invalidateCatalog()
+		select {
+		case c.changed <- struct{}{}:
+		default: // a re-discovery is already pending
+		}
+	}
+}
+
+func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMessage, error) {
+	var params json.RawMessage
+	if cursor != "" {
+		params, _ = json.Marshal(map[string]string{"cursor": cursor})
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout())*time.Millisecond)
+	defer cancel()
+	return c.raw.request(ctx, method, params)
+}
+
+func (c *conn) setCatalog(cat *Catalog) {
+	c.catMu.Lock()
+	defer c.catMu.Unlock()
+	c.catalog = cat
+	select {
+	case <-c.catReady:
+	default:
+		close(c.catReady)
+	}
+}
+
+func (c *conn) invalidateCatalog() {
+	c.catMu.Lock()
+	defer c.catMu.Unlock()
+	select {
+	case <-c.catReady:
+		c.catReady = make(chan struct{})
+	default:
+	}
+}
+
+// currentCatalog returns the last discovered catalog, never nil.
+func (c *conn) currentCatalog() *Catalog {
+	c.catMu.Lock()
+	defer c.catMu.Unlock()
+	if c.catalog == nil {
+		return &Catalog{}
+	}
+	return c.catalog
+}
+
+// freshCatalog waits for a re-discovery in progress, then returns the
+// catalog.
+func (c *conn) freshCatalog(ctx context.Context) (*Catalog, error) {
+	c.catMu.Lock()
+	ready := c.catReady
+	c.catMu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, contracts.Errorf(contracts.ErrUnavailable, "connection_lost", "the connection to %q ended while its catalog was being re-discovered", c.s.cfg.ID)
+	}
+	return c.currentCatalog(), nil
+}
+
+// close ends the connection: the process group for stdio (close stdin,
+// wait, SIGTERM, wait, SIGKILL), the transport, and every goroutine of
+// the connection.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		if c.proc != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			if err := c.proc.Stop(ctx); err != nil {
+				c.s.log.Warn().Err(err).Msg("stopping the server process")
+			}
+			cancel()
+		}
+		if c.client != nil {
+			_ = c.client.Close()
+		}
+		c.wg.Wait()
+	})
+}
+
+// cleanText makes server- or OS-supplied text safe to show: control
+// characters become spaces, invalid UTF-8 is replaced, length is bounded.
+func cleanText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(' ')
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+		if b.Len() > max {
+			return b.String()[:max] + "…"
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,365 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pikod/pikod/contracts"
+	"github.com/rs/zerolog"
+)
+
+// Options configure a Supervisor.
+type Options struct {
+	Log zerolog.Logger
+	// RunDir holds the disposable homes of stdio servers (STATE/run).
+	RunDir string
+	// Records keeps process groups durably so a restarted daemon can reap
+	// what a killed one left behind.
+	Records ProcessRecords
+	// ClientVersion is reported to servers as pikod's version.
+	ClientVersion string
+	// DiscoverProbe bounds the 2026-07-28 server/discover probe under
+	// "auto" and pins. Default 3 s.
+	DiscoverProbe time.Duration
+	// Limits bound catalog discovery per server.
+	Limits CatalogLimits
+	// PATH is the search path given to stdio servers. Default: pikod's own
+	// PATH (a search path is not a secret).
+	PATH string
+	// Resolver resolves HTTP hosts; nil uses the system resolver.
+	Resolver Resolver
+}
+
+// Supervisor owns one session per configured server and every goroutine
+// and process they start. Close stops them all.
+type Supervisor struct {
+	opts Options
+	log  zerolog.Logger
+
+	ctx    context.Context // ends at Close: every connection lives inside it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	sessions map[string]*session
+	order    []string
+	closed   bool
+}
+
+// NewSupervisor returns a Supervisor with no servers.
+func NewSupervisor(opts Options) *Supervisor {
+	if opts.DiscoverProbe <= 0 {
+		opts.DiscoverProbe = 3 * time.Second
+	}
+	if opts.PATH == "" {
+		opts.PATH = os.Getenv("PATH")
+	}
+	if opts.PATH == "" {
+		opts.PATH = "/usr/local/bin:/usr/bin:/bin"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+}
+
+// Apply replaces the configured servers. Servers whose settings changed or
+// that were removed are stopped (returned in disconnected when they had a
+// live connection); unchanged servers keep their connections. Nothing new
+// connects.
+func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []string) {
+	s.mu.Lock()
+	next := map[string]*session{}
+	order := make([]string, 0, len(servers))
+	var stop []*session
+	for _, cfg := range servers {
+		order = append(order, cfg.ID)
+		if old, ok := s.sessions[cfg.ID]; ok && old.digest == cfg.Digest() {
+			next[cfg.ID] = old
+			continue
+		}
+		next[cfg.ID] = newSession(s, cfg)
+	}
+	for id, old := range s.sessions {
+		if next[id] != old {
+			stop = append(stop, old)
+		}
+	}
+	s.sessions, s.order = next, order
+	s.mu.Unlock()
+	for _, old := range stop {
+		if old.stop() {
+			disconnected = append(disconnected, old.cfg.ID)
+		}
+	}
+	return disconnected
+}
+
+// ConnectEnabled starts connecting every enabled server in the background,
+// in parallel. Failures are recorded in status; nothing is retried.
+func (s *Supervisor) ConnectEnabled() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.order {
+		sess := s.sessions[id]
+		if !sess.cfg.IsEnabled() {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_, _ = sess.connect(s.ctx)
+		}()
+	}
+}
+
+func (s *Supervisor) session(id string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, contracts.Errorf(contracts.ErrUnavailable, "shutting_down", "pikod is shutting down")
+	}
+	sess, ok := s.sessions[id]
+	if !ok {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", id),
+			"list the configured servers with 'pikoctl mcp status'")
+	}
+	return sess, nil
+}
+
+// Connect connects one server (sharing a connect already in progress) and
+// returns its status. A failed server is tried again: this is an owner
+// request.
+func (s *Supervisor) Connect(ctx context.Context, id string) (contracts.ServerStatus, error) {
+	sess, err := s.session(id)
+	if err != nil {
+		return contracts.ServerStatus{}, err
+	}
+	if _, err := sess.connect(ctx); err != nil {
+		return sess.status(), err
+	}
+	return sess.status(), nil
+}
+
+// Disconnect stops one server's connection (and its process group).
+func (s *Supervisor) Disconnect(_ context.Context, id string) (bool, error) {
+	sess, err := s.session(id)
+	if err != nil {
+		return false, err
+	}
+	was := sess.disconnect()
+	s.sweep()
+	return was, nil
+}
+
+// Ping makes one round trip to a connected server (connecting it first).
+func (s *Supervisor) Ping(ctx context.Context, id string) (contracts.PingResult, error) {
+	sess, err := s.session(id)
+	if err != nil {
+		return contracts.PingResult{}, err
+	}
+	c, err := sess.connect(ctx)
+	if err != nil {
+		return contracts.PingResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if mcp.IsModernProtocol(c.protocol) {
+		// ping is gone from 2026-07-28 (mcp-go's Ping sends nothing there);
+		// server/discover is the cheapest real round trip.
+		_, err = c.raw.request(ctx, string(mcp.MethodServerDiscover), nil)
+	} else {
+		_, err = c.raw.request(ctx, string(mcp.MethodPing), nil)
+	}
+	if err != nil {
+		return contracts.PingResult{}, s.requestError(sess, c, "ping", err)
+	}
+	return contracts.PingResult{Server: id, ProtocolVersion: c.protocol, RoundTripMs: time.Since(start).Milliseconds()}, nil
+}
+
+// Catalog returns one server's catalog, connecting it first.
+func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogResult, error) {
+	sess, err := s.session(id)
+	if err != nil {
+		return contracts.CatalogResult{}, err
+	}
+	c, err := sess.connect(ctx)
+	if err != nil {
+		return contracts.CatalogResult{}, err
+	}
+	cat, err := c.freshCatalog(ctx)
+	if err != nil {
+		return contracts.CatalogResult{}, err
+	}
+	return contracts.CatalogResult{
+		Server: id, Tools: cat.Tools, Resources: cat.Resources, ResourceTemplates: cat.ResourceTemplates,
+		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem,
+		DiscoveredAt: cat.DiscoveredAt.Format(time.RFC3339Nano),
+	}, nil
+}
+
+// CallTool sends tools/call with exactly the given arguments bytes and
+// returns the raw result. It never retries: when the connection fails
+// while the call is out, the error wraps contracts.ErrOutcomeUnknown.
+func (s *Supervisor) CallTool(ctx context.Context, id, tool string, arguments json.RawMessage) (json.RawMessage, error) {
+	sess, err := s.session(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sess.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params, err := json.Marshal(struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{tool, arguments})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the call: %w", contracts.ErrInvalidArgument)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+	defer cancel()
+	res, err := c.raw.request(ctx, string(mcp.MethodToolsCall), params)
+	if err != nil {
+		return nil, s.requestError(sess, c, "tools/call "+tool, err)
+	}
+	return res, nil
+}
+
+// requestError classifies a failed request. Once a request may have reached
+// the server, only the server's own error answer is a definite failure:
+// anything else leaves the outcome unknown.
+func (s *Supervisor) requestError(sess *session, c *conn, what string, err error) error {
+	if u, ok := isUpstream(err); ok {
+		return &upstreamErr{what: what, u: u}
+	}
+	if errors.Is(err, transport.ErrSessionTerminated) {
+		// The server forgot the session: the next request re-initialises;
+		// this one is never replayed.
+		sess.lostConn(c, "the server ended the session (HTTP 404); the next request starts a new one", contracts.StateIdle)
+	}
+	if why := c.lost.Load(); why != nil {
+		err = fmt.Errorf("%w: %s", err, *why)
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return contracts.WithReason(fmt.Errorf("%s on %q was canceled after it was sent; the server may have acted on it: %w",
+			what, sess.cfg.ID, contracts.ErrOutcomeUnknown), "canceled_outcome_unknown")
+	case errors.Is(err, context.DeadlineExceeded):
+		return contracts.WithReason(fmt.Errorf("%s on %q got no answer within timeoutMs (%d ms); the outcome is unknown and pikod will not retry it: %w",
+			what, sess.cfg.ID, sess.cfg.Timeout(), contracts.ErrOutcomeUnknown), "timeout_outcome_unknown")
+	}
+	return contracts.WithHint(
+		contracts.WithReason(fmt.Errorf("%s on %q failed after it was sent (%s); the outcome is unknown and pikod will not retry it: %w",
+			what, sess.cfg.ID, cleanText(err.Error(), 1000), contracts.ErrOutcomeUnknown), "connection_lost_outcome_unknown"),
+		"check the server for the effect before asking again; 'pikoctl mcp status "+sess.cfg.ID+"' shows why the connection ended")
+}
+
+// upstreamErr is the server's own error answer, kept apart from ours.
+type upstreamErr struct {
+	what string
+	u    *UpstreamError
+}
+
+func (e *upstreamErr) Error() string {
+	return fmt.Sprintf("%s: the server answered error %d: %s", e.what, e.u.Code, cleanText(e.u.Message, 1000))
+}
+func (e *upstreamErr) Unwrap() error { return contracts.ErrUpstream }
+
+// Upstream returns the server's error for the wire's data.upstream.
+func (e *upstreamErr) Upstream() *contracts.UpstreamError {
+	return &contracts.UpstreamError{Code: e.u.Code, Message: cleanText(e.u.Message, 1000)}
+}
+
+// Status returns every server's status in settings order, or one server's.
+func (s *Supervisor) Status(id string) ([]contracts.ServerStatus, error) {
+	if id != "" {
+		sess, err := s.session(id)
+		if err != nil {
+			return nil, err
+		}
+		return []contracts.ServerStatus{sess.status()}, nil
+	}
+	s.mu.Lock()
+	sessions := make([]*session, 0, len(s.order))
+	for _, id := range s.order {
+		sessions = append(sessions, s.sessions[id])
+	}
+	s.mu.Unlock()
+	out := make([]contracts.ServerStatus, 0, len(sessions))
+	for _, sess := range sessions {
+		out = append(out, sess.status())
+	}
+	return out, nil
+}
+
+// Generation returns the connection generation of a server (0 when not
+// connected); prepared actions bind to it.
+func (s *Supervisor) Generation(id string) uint64 {
+	sess, err := s.session(id)
+	if err != nil {
+		return 0
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.conn == nil {
+		return 0
+	}
+	return sess.conn.gen
+}
+
+// sweep ends orphans that were adopted by pikod (descendants that escaped a
+// server's process group and lost their parent).
+func (s *Supervisor) sweep() {
+	SweepAdopted(s.isLiveLeader, s.log)
+}
+
+func (s *Supervisor) isLiveLeader(pid int) bool {
+	s.mu.Lock()
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range sessions {
+		sess.mu.Lock()
+		p := sess.lastProc
+		sess.mu.Unlock()
+		if p != nil && p.Owns(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops every server and waits for every goroutine the supervisor
+// started. It is safe to call more than once.
+func (s *Supervisor) Close() {
+	s.mu.Lock()
+	s.closed = true
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		sessions = append(sessions, sess)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sess := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess.stop()
+		}()
+	}
+	wg.Wait()
+	s.cancel()
+	s.wg.Wait()
+	s.sweep()
+}
