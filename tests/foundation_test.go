@@ -366,7 +366,8 @@ func TestHostileFrames(t *testing.T) {
 	})
 
 	t.Run("not implemented", func(t *testing.T) {
-		served := []string{contracts.MethodHello, contracts.MethodConfigure, contracts.MethodSettings, contracts.MethodMCPStatus}
+		served := []string{contracts.MethodHello, contracts.MethodConfigure, contracts.MethodSettings, contracts.MethodMCPStatus,
+			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog}
 		c := d.client(t)
 		for _, m := range contracts.Methods {
 			if slices.Contains(served, m) {
