@@ -23,6 +23,9 @@ import (
 // Request is one call as a handler sees it.
 type Request struct {
 	Method string
+	// ID is the request's JSON-RPC id as JSON, for notifications that refer
+	// to it (progress of a call).
+	ID json.RawMessage
 	// Params is the raw params member; nil when absent.
 	Params json.RawMessage
 	// Peer is the calling process (zero when the listener was not made
@@ -247,6 +250,9 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	cs.mu.Unlock()
 
 	req := &Request{Method: r.Method, Peer: cs.peer}
+	if id, err := json.Marshal(r.ID); err == nil {
+		req.ID = id
+	}
 	if r.Params != nil {
 		req.Params = *r.Params
 	}

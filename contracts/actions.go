@@ -1,0 +1,96 @@
+package contracts
+
+import "encoding/json"
+
+// Action states. prepared → approved → dispatched → completed | failed |
+// uncertain; prepared → rejected | expired | stale.
+const (
+	ActionPrepared   = "prepared"
+	ActionApproved   = "approved"
+	ActionDispatched = "dispatched"
+	ActionCompleted  = "completed"
+	ActionFailed     = "failed"
+	ActionUncertain  = "uncertain"
+	ActionRejected   = "rejected"
+	ActionExpired    = "expired"
+	ActionStale      = "stale"
+)
+
+// Decisions of extensions.mcp.actions.approve.
+const (
+	DecisionApprove = "approve"
+	DecisionReject  = "reject"
+)
+
+// Fingerprints bind a prepared action to the world the owner reviewed:
+// approval is refused when any of them moved.
+type Fingerprints struct {
+	// Settings is the digest of the server's settings entry.
+	Settings string `json:"settings"`
+	// CredentialGeneration counts changes to the server's credentials.
+	CredentialGeneration uint64 `json:"credentialGeneration"`
+	// ConnectionGeneration counts the server's successful connects.
+	ConnectionGeneration uint64 `json:"connectionGeneration"`
+	// Tool is the digest of the tool's definition.
+	Tool string `json:"tool"`
+}
+
+// ActionsListParams is the params of extensions.mcp.actions.list. State
+// filters by state; Limit bounds the answer (default 100, newest first).
+type ActionsListParams struct {
+	State string `json:"state,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// ActionsListResult is the result of extensions.mcp.actions.list.
+type ActionsListResult struct {
+	Actions []ActionSummary `json:"actions"`
+}
+
+// ActionSummary is one action in a list. Advice tells the owner what to
+// do, notably for uncertain actions.
+type ActionSummary struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Server    string `json:"server"`
+	Tool      string `json:"tool"`
+	CreatedAt string `json:"createdAt"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	UpdatedAt string `json:"updatedAt"`
+	Reason    string `json:"reason,omitempty"`
+	Advice    string `json:"advice,omitempty"`
+	ReceiptID string `json:"receiptId,omitempty"`
+}
+
+// ActionParams names one action: the params of
+// extensions.mcp.actions.review.
+type ActionParams struct {
+	ActionID string `json:"actionId"`
+}
+
+// ActionReview is the result of extensions.mcp.actions.review: exactly
+// what approving would send. Every server-supplied string is made safe to
+// show (control, escape, bidi and zero-width characters rendered visibly as
+// \u{…}); Arguments is the exact JSON that would be sent.
+type ActionReview struct {
+	ActionSummary
+	ToolName        string          `json:"toolName"`
+	ToolDescription string          `json:"toolDescription,omitempty"`
+	Arguments       json.RawMessage `json:"arguments"`
+	// ArgumentsText is Arguments, indented and made safe to show.
+	ArgumentsText string       `json:"argumentsText"`
+	Fingerprints  Fingerprints `json:"fingerprints"`
+	// Digest is what approve must quote.
+	Digest string `json:"digest"`
+}
+
+// ApproveParams is the params of extensions.mcp.actions.approve. Digest
+// must be the one the owner reviewed. Approving requires the caller to be
+// at an interactive terminal; the result is the executed call's
+// CallResult (receipt mcp_approved). Rejecting returns the action's summary
+// in a CallResult with status "rejected".
+type ApproveParams struct {
+	ActionID string `json:"actionId"`
+	Digest   string `json:"digest"`
+	Decision string `json:"decision"`
+}

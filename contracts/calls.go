@@ -1,0 +1,106 @@
+package contracts
+
+import "encoding/json"
+
+// Limits of calls.
+const (
+	// MaxArgumentsChars caps a call's arguments, counted in characters of
+	// their JSON text.
+	MaxArgumentsChars = 800_000
+	// ApprovalTTLMinutes is how long a prepared action can be approved.
+	ApprovalTTLMinutes = 15
+)
+
+// Call statuses.
+const (
+	CallCompleted        = "completed"
+	CallFailed           = "failed"
+	CallUncertain        = "uncertain"
+	CallApprovalRequired = "approval_required"
+)
+
+// Receipt kinds.
+const (
+	ReceiptRead       = "mcp_read"
+	ReceiptAutonomous = "mcp_autonomous"
+	ReceiptApproved   = "mcp_approved"
+)
+
+// CallParams is the params of extensions.mcp.call: a tool named either by
+// Server and Tool (its original name) or by its model-facing Name.
+// Arguments is a JSON object (absent means {}); it is validated against the
+// tool's input schema before anything is sent.
+type CallParams struct {
+	Server    string          `json:"server,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// CallResult is the result of extensions.mcp.call and of an approving
+// extensions.mcp.actions.approve.
+//
+// Executed calls have Status completed (the server answered with a result,
+// IsError false), failed (the server answered with an error or IsError
+// true) or uncertain (no definite answer: timeout, lost connection,
+// cancellation after sending; pikod never sends it again). Content and
+// StructuredContent are a bounded preview; when Truncated, the whole
+// original result is at OriginalResultSourceID (read it with source.read).
+//
+// A call without a grant returns Status approval_required with ActionID,
+// Digest and ExpiresAt, and nothing was sent.
+type CallResult struct {
+	Status string `json:"status"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+
+	Content           json.RawMessage `json:"content,omitempty"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	// OutputSchemaError reports structuredContent that does not match the
+	// tool's outputSchema (the content is still returned).
+	OutputSchemaError string `json:"outputSchemaError,omitempty"`
+	// Error says why a failed or uncertain call ended so.
+	Error *Error `json:"error,omitempty"`
+
+	Truncated              bool   `json:"truncated"`
+	OriginalResultSourceID string `json:"originalResultSourceId,omitempty"`
+	ReceiptID              string `json:"receiptId,omitempty"`
+	ReceiptKind            string `json:"receiptKind,omitempty"`
+
+	ActionID  string `json:"actionId,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
+}
+
+// ProgressParams is the params of the extensions.mcp.progress notification
+// sent to the connection that made a call while it runs. RequestID is that
+// call's JSON-RPC id.
+type ProgressParams struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Progress  float64         `json:"progress"`
+	Total     float64         `json:"total,omitempty"`
+	Message   string          `json:"message,omitempty"`
+}
+
+// SourceReadParams is the params of source.read: a window of a retained
+// original result. Offset and Length count characters (Unicode code
+// points) of its text form; Length 0 means a default window of 65,536.
+type SourceReadParams struct {
+	SourceID string `json:"sourceId"`
+	Offset   int64  `json:"offset"`
+	Length   int64  `json:"length,omitempty"`
+}
+
+// SourceReadResult is the result of source.read. Total is the length of
+// the whole text in characters; EOF is true when the window reaches its
+// end.
+type SourceReadResult struct {
+	SourceID string `json:"sourceId"`
+	Text     string `json:"text"`
+	Offset   int64  `json:"offset"`
+	Total    int64  `json:"total"`
+	EOF      bool   `json:"eof"`
+}
