@@ -165,9 +165,9 @@ func sanitizeName(s string) string {
 func hashedName(sanitized, server, tool string, n int) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + tool))
 	h := hex.EncodeToString(sum[:])
-	if n > len(h) {
-		n = len(h)
-	}
+	// The suffix and its '_' must fit: a repeated input name makes
+	// ModelNames lengthen the hash to the end without ever separating them.
+	n = min(n, len(h), maxNameLen-1)
 	suffix := "_" + h[:n]
 	keep := maxNameLen - len(suffix)
 	if keep > len(sanitized) {
@@ -283,21 +283,30 @@ func discover(ctx context.Context, fetch pageLister, s *contracts.ServerSettings
 		if err != nil {
 			fail(err)
 		}
-		cat.Resources = raw
+		cat.Resources = orEmpty(raw)
 		raw, err = listAll(ctx, fetch, "resources/templates/list", "resourceTemplates", lim, &budget)
 		if err != nil {
 			fail(err)
 		}
-		cat.ResourceTemplates = raw
+		cat.ResourceTemplates = orEmpty(raw)
 	}
 	if caps.prompts && s.PromptsEnabled() {
 		raw, err := listAll(ctx, fetch, "prompts/list", "prompts", lim, &budget)
 		if err != nil {
 			fail(err)
 		}
-		cat.Prompts = raw
+		cat.Prompts = orEmpty(raw)
 	}
 	return cat
+}
+
+// orEmpty keeps a list that failed before its first page a JSON [] rather
+// than null.
+func orEmpty(raw []json.RawMessage) []json.RawMessage {
+	if raw == nil {
+		return []json.RawMessage{}
+	}
+	return raw
 }
 
 type serverCaps struct{ tools, resources, prompts bool }

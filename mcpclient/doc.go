@@ -8,7 +8,8 @@
 // connection, shared by concurrent callers, and never reconnects by itself.
 //
 // It may import contracts, mark3labs/mcp-go, golang.org/x/oauth2,
-// golang.org/x/sys and zerolog; never daemon, rpc, vault or approvals (the
+// golang.org/x/sys, santhosh-tekuri/jsonschema/v6 (with golang.org/x/text)
+// and zerolog; never daemon, rpc, vault or approvals (the
 // daemon passes it what it needs through small interfaces such as
 // ProcessRecords).
 package mcpclient

@@ -32,7 +32,7 @@ type session struct {
 	lastErr    string
 	setup      *setupCall // the connect in progress, shared by its callers
 	conn       *conn      // the live connection, nil unless connected
-	generation uint64     // bumped by every successful connect
+	generation uint64     // of the last successful connect; see Supervisor.nextGeneration
 	lastProc   *Process   // for pid, exit status and stderr after a failure
 	stopped    bool       // the session was removed; it never connects again
 }
@@ -69,6 +69,9 @@ type conn struct {
 
 	closeOnce sync.Once
 	lost      atomic.Pointer[string]
+
+	// progress routes notifications/progress to the calls in flight.
+	progress progressRoutes
 }
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
@@ -129,6 +132,14 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	if err == nil && (s.stopped || s.setup != call) {
 		err = contracts.Errorf(contracts.ErrCanceled, "connect_canceled", "connecting to %q was canceled by a disconnect", s.cfg.ID)
 	}
+	if err == nil {
+		// A connection lost during discovery was not live yet, so lostConn
+		// could not fail the session: do it here, under mu, or the session
+		// would stay connected to a dead connection.
+		if why := c.lost.Load(); why != nil {
+			err = errors.New(*why)
+		}
+	}
 	if s.setup == call {
 		s.setup = nil
 	}
@@ -143,7 +154,9 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		err = connectError(s.cfg.ID, err)
 		s.log.Warn().Err(err).Msg("connect failed")
 	} else {
-		s.generation++
+		// Generations are unique across daemon restarts too, so an action
+		// prepared before a restart can never match a later connection.
+		s.generation = s.sup.nextGeneration()
 		c.gen = s.generation
 		s.conn = c
 		s.state = contracts.StateConnected
@@ -321,9 +334,11 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	initCtx, initCancel := context.WithTimeout(ctx, timeout)
 	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: pinOf(mode), ClientInfo: info, Capabilities: caps}})
+	// Read before initCancel, which sets Err on every path.
+	timedOut := errors.Is(initCtx.Err(), context.DeadlineExceeded)
 	initCancel()
 	if err != nil {
-		if initCtx.Err() != nil && ctx.Err() == nil {
+		if timedOut && ctx.Err() == nil {
 			return nil, fmt.Errorf("the server did not complete the handshake within timeoutMs (%s): %w", timeout, c.explain(err))
 		}
 		return nil, fmt.Errorf("handshake: %w", c.explain(err))
@@ -489,6 +504,8 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		case c.changed <- struct{}{}:
 		default: // a re-discovery is already pending
 		}
+	case string(mcp.MethodNotificationProgress):
+		c.progress.route(n.Params)
 	}
 }
 

@@ -2,11 +2,11 @@ package mcpclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -46,6 +46,9 @@ type Supervisor struct {
 	ctx    context.Context // ends at Close: every connection lives inside it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// gen hands out connection generations: seeded from the clock at
+	// start so they never repeat across restarts.
+	gen atomic.Uint64
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -66,8 +69,12 @@ func NewSupervisor(opts Options) *Supervisor {
 		opts.PATH = "/usr/local/bin:/usr/bin:/bin"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	s.gen.Store(uint64(time.Now().UnixNano()))
+	return s
 }
+
+func (s *Supervisor) nextGeneration() uint64 { return s.gen.Add(1) }
 
 // Apply replaces the configured servers. Servers whose settings changed or
 // that were removed are stopped (returned in disconnected when they had a
@@ -204,34 +211,6 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem,
 		DiscoveredAt: cat.DiscoveredAt.Format(time.RFC3339Nano),
 	}, nil
-}
-
-// CallTool sends tools/call with exactly the given arguments bytes and
-// returns the raw result. It never retries: when the connection fails
-// while the call is out, the error wraps contracts.ErrOutcomeUnknown.
-func (s *Supervisor) CallTool(ctx context.Context, id, tool string, arguments json.RawMessage) (json.RawMessage, error) {
-	sess, err := s.session(id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := sess.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	params, err := json.Marshal(struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}{tool, arguments})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the call: %w", contracts.ErrInvalidArgument)
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
-	defer cancel()
-	res, err := c.raw.request(ctx, string(mcp.MethodToolsCall), params)
-	if err != nil {
-		return nil, s.requestError(sess, c, "tools/call "+tool, err)
-	}
-	return res, nil
 }
 
 // requestError classifies a failed request. Once a request may have reached

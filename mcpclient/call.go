@@ -1,0 +1,487 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pikod/pikod/contracts"
+)
+
+// maxHardTimeout caps how long progress can keep one call alive.
+const maxHardTimeout = time.Hour
+
+// CallRequest is one tools/call.
+type CallRequest struct {
+	// Server is the server id; Tool is the tool's original name.
+	Server, Tool string
+	// Arguments are canonical (CanonicalArguments) and sent exactly; nil
+	// means {}.
+	Arguments []byte
+	// Progress receives the server's progress notifications while the call
+	// runs. It may be nil. It is called from a goroutine of the call (never
+	// the transport's reader), one notification at a time; when it is
+	// slower than the server, intermediate notifications are coalesced into
+	// the latest. It is never called after Call returns.
+	Progress func(p contracts.ProgressParams)
+	// HardMax bounds the whole call however much progress the server
+	// reports. Default 10 × the server's timeoutMs; at most 1 h.
+	HardMax time.Duration
+}
+
+// CallOutcome is what the server answered.
+type CallOutcome struct {
+	// Result is the raw MCP CallToolResult exactly as received.
+	Result json.RawMessage
+	// IsError is the result's isError.
+	IsError bool
+	// OutputSchemaError describes how structuredContent fails the tool's
+	// outputSchema ("" when it matches, or the tool has none, or the result
+	// is an error). The result is returned all the same: a mismatch is
+	// reported, never hidden.
+	OutputSchemaError string
+}
+
+// Call validates and sends one tools/call and waits for its result.
+//
+// The tool is looked up in the connection's current catalog (connecting
+// first) and must be selected by the settings; the arguments must be
+// canonical and match the tool's inputSchema. Nothing is sent unless all of
+// that holds. The params embed the arguments bytes verbatim.
+//
+// The call may take timeoutMs; every progress notification extends that to
+// timeoutMs from its arrival, never past HardMax from the start. A call
+// that times out, whose ctx ends, or whose connection fails after it was
+// sent returns an error wrapping contracts.ErrOutcomeUnknown (the server is
+// told with notifications/cancelled where the transport carries it). The
+// server's own error answer wraps contracts.ErrUpstream. Nothing is ever
+// retried.
+func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, error) {
+	sess, c, tool, err := s.lookupTool(ctx, req.Server, req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	if !tool.Selected {
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
+			"tool %q of server %q is not selected by the settings", truncate(req.Tool, 200), req.Server),
+			`add it to the server's "tools" list and configure again`)
+	}
+	args := req.Arguments
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	canon, err := CanonicalArguments(args)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(canon, args) {
+		// The bytes sent must be the bytes that were hashed: a caller that
+		// skipped CanonicalArguments is a bug, not something to repair here.
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
+			"the arguments of tool %q are not in canonical form", truncate(req.Tool, 200))
+	}
+	if err := toolSchemas.Validate(tool.InputSchema, args); err != nil {
+		return nil, err
+	}
+
+	timeout := time.Duration(sess.cfg.Timeout()) * time.Millisecond
+	hardMax := req.HardMax
+	if hardMax <= 0 {
+		hardMax = 10 * timeout
+	}
+	hardMax = min(hardMax, maxHardTimeout)
+
+	token := "pikod-progress-" + strconv.FormatUint(progressTokens.Add(1), 10)
+	params := toolCallParams(tool.OriginalName, args, token)
+	updates := c.progress.add(token)
+	defer c.progress.remove(token)
+	fwd := startForwarder(req, tool.OriginalName)
+	defer fwd.stop()
+
+	if err := ctx.Err(); err != nil {
+		return nil, contracts.Errorf(contracts.ErrCanceled, "canceled",
+			"the call of %q on %q was canceled before it was sent", truncate(req.Tool, 200), req.Server)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	answered := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		raw, err := c.raw.request(callCtx, string(mcp.MethodToolsCall), params)
+		answered <- answer{raw, err}
+	}()
+
+	limit := start.Add(hardMax)
+	timer := time.NewTimer(min(timeout, hardMax))
+	defer timer.Stop()
+	var ans answer
+	expired := ""
+wait:
+	for {
+		select {
+		case ans = <-answered:
+			break wait
+		case u := <-updates:
+			next := time.Now().Add(timeout)
+			if next.After(limit) {
+				next = limit
+			}
+			timer.Reset(time.Until(next))
+			fwd.offer(u)
+		case <-timer.C:
+			expired = fmt.Sprintf("got no answer or progress within timeoutMs (%d ms)", sess.cfg.Timeout())
+			if !time.Now().Before(limit) {
+				expired = fmt.Sprintf("was still running at its hard limit of %s (progress extends timeoutMs only up to it)", hardMax)
+			}
+			cancel()
+			ans = <-answered
+			break wait
+		}
+	}
+	what := "tools/call " + truncate(tool.OriginalName, 200)
+	log := sess.log.With().Str("tool", tool.OriginalName).Dur("elapsed", time.Since(start)).Logger()
+	if ans.err != nil {
+		var err error
+		if expired != "" {
+			err = contracts.WithHint(contracts.WithReason(fmt.Errorf("%s on %q %s; the outcome is unknown and pikod will not retry it: %w",
+				what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
+				"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
+		} else {
+			err = s.requestError(sess, c, what, ans.err)
+		}
+		log.Info().Err(err).Msg("tool call ended without a result")
+		return nil, err
+	}
+	out, err := s.outcome(tool, ans.raw)
+	if err != nil {
+		err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
+		log.Info().Err(err).Msg("tool call answered with an unreadable result")
+		return nil, err
+	}
+	log.Info().Bool("is_error", out.IsError).Bool("output_schema_mismatch", out.OutputSchemaError != "").
+		Int("result_bytes", len(ans.raw)).Msg("tool called")
+	return out, nil
+}
+
+// toolSchemas holds compiled tool schemas for every Supervisor: entries
+// are keyed by content, so sharing them across servers and supervisors is
+// safe, and a schema served by many servers compiles once.
+var toolSchemas = NewSchemaCache(1024)
+
+// Schemas returns the cache Call validates with, so that validating earlier
+// (when preparing an approval) reuses the same compiled schemas.
+func (s *Supervisor) Schemas() *SchemaCache { return toolSchemas }
+
+// progressTokens numbers progress tokens; they are unique in the process,
+// so a notification can never reach another call.
+var progressTokens atomic.Uint64
+
+// toolCallParams builds the params of tools/call by hand so the arguments
+// bytes are embedded verbatim. Every part is in the form encoding/json
+// produces, so the transport's re-encoding leaves it unchanged.
+func toolCallParams(tool string, args []byte, token string) json.RawMessage {
+	var b bytes.Buffer
+	b.Grow(len(args) + len(tool) + 64)
+	b.WriteString(`{"name":`)
+	writeString(&b, tool)
+	b.WriteString(`,"arguments":`)
+	b.Write(args)
+	b.WriteString(`,"_meta":{"progressToken":`)
+	writeString(&b, token)
+	b.WriteString(`}}`)
+	return b.Bytes()
+}
+
+// outcome reads a CallToolResult just enough: isError and
+// structuredContent, checked against the tool's outputSchema.
+func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*CallOutcome, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, contracts.WithReason(fmt.Errorf("the server answered with a result that is not a JSON object; the outcome is unknown: %w",
+			contracts.ErrOutcomeUnknown), "invalid_result")
+	}
+	out := &CallOutcome{Result: raw}
+	if v, ok := fields["isError"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &out.IsError); err != nil {
+			return nil, contracts.WithReason(fmt.Errorf("the server answered with a non-boolean isError; the outcome is unknown: %w",
+				contracts.ErrOutcomeUnknown), "invalid_result")
+		}
+	}
+	if len(bytes.TrimSpace(tool.OutputSchema)) == 0 || out.IsError {
+		return out, nil
+	}
+	sc, ok := fields["structuredContent"]
+	if !ok || string(sc) == "null" {
+		out.OutputSchemaError = "the tool declares an outputSchema but the result has no structuredContent"
+		return out, nil
+	}
+	problem, err := toolSchemas.check(tool.OutputSchema, sc)
+	switch {
+	case err != nil:
+		out.OutputSchemaError = "structuredContent was not checked: " + err.Error()
+	case problem != "":
+		out.OutputSchemaError = "structuredContent does not match the tool's outputSchema: " + problem
+	}
+	return out, nil
+}
+
+// Tool returns one tool of a server, by original name, from its current
+// catalog (connecting first, and waiting for a re-discovery in progress).
+func (s *Supervisor) Tool(ctx context.Context, server, tool string) (contracts.CatalogTool, error) {
+	_, _, t, err := s.lookupTool(ctx, server, tool)
+	return t, err
+}
+
+// ToolByModelName finds a tool by its model-facing name
+// (mcp_<server>_<tool>, see ModelNames) and returns its server.
+func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, contracts.CatalogTool, error) {
+	// Server ids never contain '_', and ModelNames always keeps the whole
+	// "mcp_<server>_" prefix, so the id is the text up to the next '_'.
+	rest, ok := strings.CutPrefix(name, "mcp_")
+	id, _, found := strings.Cut(rest, "_")
+	if !ok || !found || id == "" {
+		return "", contracts.CatalogTool{}, contracts.WithHint(
+			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", truncate(name, 200)),
+			"list tools and their names with 'pikoctl mcp catalog SERVER'")
+	}
+	sess, err := s.session(id)
+	if err != nil {
+		return "", contracts.CatalogTool{}, err
+	}
+	c, err := sess.connect(ctx)
+	if err != nil {
+		return "", contracts.CatalogTool{}, err
+	}
+	cat, err := c.freshCatalog(ctx)
+	if err != nil {
+		return "", contracts.CatalogTool{}, err
+	}
+	for _, t := range cat.Tools {
+		if t.Name == name {
+			return id, t, nil
+		}
+	}
+	names := make([]string, len(cat.Tools))
+	for i, t := range cat.Tools {
+		names[i] = t.Name
+	}
+	return "", contracts.CatalogTool{}, unknownTool(id, name, names, cat)
+}
+
+// lookupTool connects the server and finds tool in its fresh catalog.
+func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*session, *conn, contracts.CatalogTool, error) {
+	sess, err := s.session(server)
+	if err != nil {
+		return nil, nil, contracts.CatalogTool{}, err
+	}
+	c, err := sess.connect(ctx)
+	if err != nil {
+		return nil, nil, contracts.CatalogTool{}, err
+	}
+	cat, err := c.freshCatalog(ctx)
+	if err != nil {
+		return nil, nil, contracts.CatalogTool{}, err
+	}
+	for _, t := range cat.Tools {
+		if t.OriginalName == tool {
+			return sess, c, t, nil
+		}
+	}
+	names := make([]string, len(cat.Tools))
+	for i, t := range cat.Tools {
+		names[i] = t.OriginalName
+	}
+	return nil, nil, contracts.CatalogTool{}, unknownTool(server, tool, names, cat)
+}
+
+func unknownTool(server, tool string, names []string, cat *Catalog) error {
+	msg := fmt.Sprintf("server %q has no tool %q", server, truncate(tool, 200))
+	if !cat.Complete {
+		msg += " in its catalog, which is incomplete (" + cleanText(cat.Problem, 300) + ")"
+	}
+	hint := "list its tools with 'pikoctl mcp catalog " + server + "'"
+	if close := closeNames(tool, names, 5); len(close) > 0 {
+		quoted := make([]string, len(close))
+		for i, n := range close {
+			quoted[i] = strconv.Quote(truncate(n, 80))
+		}
+		hint = "did you mean " + strings.Join(quoted, ", ") + "? " + hint
+	}
+	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%s", msg), hint)
+}
+
+// closeNames returns up to n names near want: equal ignoring case,
+// containing it or contained in it, or a few edits away; nearest first.
+func closeNames(want string, names []string, n int) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	lw := strings.ToLower(want)
+	for _, name := range names {
+		ln := strings.ToLower(name)
+		d := editDistance(lw, ln)
+		switch {
+		case ln == lw:
+			d = 0
+		case len(lw) >= 3 && (strings.Contains(ln, lw) || strings.Contains(lw, ln)):
+			d = min(d, 1)
+		}
+		if d <= max(2, len([]rune(want))/3) {
+			cands = append(cands, cand{name, d})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return a.d - b.d })
+	var out []string
+	for i := 0; i < len(cands) && i < n; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance in runes, bounded in work by
+// truncating both strings to 64 runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	ra, rb = ra[:min(len(ra), 64)], rb[:min(len(rb), 64)]
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// progressUpdate is one notifications/progress for a call.
+type progressUpdate struct {
+	progress, total float64
+	message         string
+}
+
+// progressRoutes hands notifications/progress from the transport's reader
+// to the calls waiting for them. The zero value is ready.
+type progressRoutes struct {
+	// mu guards routes.
+	mu     sync.Mutex
+	routes map[string]chan progressUpdate
+}
+
+func (r *progressRoutes) add(token string) chan progressUpdate {
+	ch := make(chan progressUpdate, 16)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.routes == nil {
+		r.routes = map[string]chan progressUpdate{}
+	}
+	r.routes[token] = ch
+	return ch
+}
+
+func (r *progressRoutes) remove(token string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.routes, token)
+}
+
+// route runs on the transport's reader: it never blocks. A call whose
+// buffer is full loses the notification; the ones it has extend its
+// deadline just as well.
+func (r *progressRoutes) route(params mcp.NotificationParams) {
+	token, ok := params.AdditionalFields["progressToken"].(string)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	ch := r.routes[token]
+	r.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	u := progressUpdate{}
+	u.progress, _ = params.AdditionalFields["progress"].(float64)
+	u.total, _ = params.AdditionalFields["total"].(float64)
+	if m, ok := params.AdditionalFields["message"].(string); ok {
+		u.message = cleanText(m, 500)
+	}
+	select {
+	case ch <- u:
+	default:
+	}
+}
+
+// forwarder calls a CallRequest's Progress off the call's own loop, so a
+// slow callback delays neither the deadline nor the result. It keeps only
+// the latest update not yet delivered.
+type forwarder struct {
+	fn           func(contracts.ProgressParams)
+	server, tool string
+	ch           chan progressUpdate // capacity 1: the latest pending update
+	done         chan struct{}
+}
+
+func startForwarder(req CallRequest, tool string) *forwarder {
+	f := &forwarder{fn: req.Progress, server: req.Server, tool: tool}
+	if f.fn == nil {
+		return f
+	}
+	f.ch = make(chan progressUpdate, 1)
+	f.done = make(chan struct{})
+	go func() {
+		defer close(f.done)
+		for u := range f.ch {
+			f.fn(contracts.ProgressParams{Server: f.server, Tool: f.tool, Progress: u.progress, Total: u.total, Message: u.message})
+		}
+	}()
+	return f
+}
+
+// offer queues u, replacing an update the callback has not taken yet. Only
+// the call's loop offers, so the second send cannot block.
+func (f *forwarder) offer(u progressUpdate) {
+	if f.ch == nil {
+		return
+	}
+	select {
+	case f.ch <- u:
+		return
+	default:
+	}
+	select {
+	case <-f.ch:
+	default:
+	}
+	f.ch <- u
+}
+
+// stop waits for the callback to finish: it never runs after Call returns.
+func (f *forwarder) stop() {
+	if f.ch == nil {
+		return
+	}
+	close(f.ch)
+	<-f.done
+}
