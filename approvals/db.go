@@ -25,6 +25,8 @@ var (
 var migrations = []func(tx *bolt.Tx) error{
 	migrateInitial,
 	migrateProcesses,
+	migrateLedger,
+	migrateSources,
 }
 
 // SchemaVersion is the layout version this build writes.

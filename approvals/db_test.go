@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,8 +31,8 @@ func TestMigrationInitialLayout(t *testing.T) {
 		if meta == nil {
 			t.Fatal("meta bucket missing")
 		}
-		if got := string(meta.Get(keySchema)); got != "2" {
-			t.Errorf("meta/schema = %q, want %q", got, "2")
+		if got, want := string(meta.Get(keySchema)), strconv.Itoa(SchemaVersion); got != want {
+			t.Errorf("meta/schema = %q, want %q", got, want)
 		}
 		if _, err := time.Parse(time.RFC3339, string(meta.Get(keyCreated))); err != nil {
 			t.Errorf("meta/created = %q: %v", meta.Get(keyCreated), err)

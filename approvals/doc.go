@@ -9,24 +9,81 @@
 //
 //	pikod.db
 //	├── meta/
-//	│   ├── schema   → decimal schema version ("1")
+//	│   ├── schema   → decimal schema version (migrations applied)
 //	│   └── created  → RFC 3339 time the file was initialised
 //	├── settings/
 //	│   └── <extension> → SettingsRecord JSON:
 //	│                     {"revision":N,"updatedAt":"…","settings":{…canonical…}}
-//	└── processes/
-//	    └── <pid, uint64 big-endian> → the supervisor's record of a process
-//	                                   group or escaped descendant it started
-//	                                   (server, pgid, start time), deleted
-//	                                   once the process is gone
+//	├── processes/
+//	│   └── <pid, uint64 big-endian> → the supervisor's record of a process
+//	│                                  group or escaped descendant it started
+//	│                                  (server, pgid, start time), deleted
+//	│                                  once the process is gone
+//	├── actions/
+//	│   └── <action id "act_…"> → action JSON: state, kind, server, tool,
+//	│                            arguments (base64 of the exact bytes),
+//	│                            toolDescription, fingerprints, digest,
+//	│                            createdAt, expiresAt, updatedAt, reason,
+//	│                            receiptId, sourceId
+//	├── actions_by_time/
+//	│   └── <createdAt unix nanos, uint64 big-endian><action id> → empty;
+//	│                            walked backwards for newest-first lists
+//	├── receipts/
+//	│   └── <receipt id "rcpt_…"> → Receipt JSON: kind, server, tool,
+//	│                              argumentsDigest, actionId, status,
+//	│                              sourceId, error, createdAt
+//	└── sources/
+//	    ├── meta/
+//	    │   └── <source id "src_…"> → SourceMeta JSON: id, server, tool,
+//	    │                            bytes, chars, createdAt, seq, and the
+//	    │                            byte offset of every 65,536th
+//	    │                            character; an evicted source keeps
+//	    │                            a tombstone (evicted, evictedAt,
+//	    │                            no index)
+//	    └── live/
+//	        └── <seq, uint64 big-endian> → source id; oldest first, the
+//	                                      eviction order; an entry
+//	                                      leaves when its source is
+//	                                      evicted
+//
+// Next to pikod.db, the tombstone file (STATE/tombstones, 0600) holds one
+// line "ID STATE UNIXTIME" per decision (approved, rejected, stale) and per
+// dispatch, appended and fsynced before the transaction recording it
+// commits. It is not in the database on purpose: a pikod.db restored from
+// an older copy cannot resurrect a decided action, because OpenLedger
+// settles every prepared action the file names.
+//
+// Action states and the writes that move them (each one Update):
+//
+//	prepared ─Approve─► approved ─MarkDispatched─► dispatched ─Finish─► completed | failed | uncertain
+//	prepared ─Reject─► rejected
+//	prepared ─Approve after expiresAt─► expired   (Get and List notice it too)
+//	prepared ─Approve with a moved fingerprint─► stale
+//	BeginDirect (autonomous and read calls) starts at dispatched.
+//
+// At OpenLedger a dispatched action becomes uncertain (never re-sent) and
+// an approved one failed (provably never sent).
+//
+// Retained sources: the exact (redacted) JSON of every executed call's
+// result is a file STATE/sources/<source id> (directory 0700, files 0600,
+// written to a temporary file, fsynced and renamed before its metadata
+// commits). The files together stay under a cap, DefaultSourceCapBytes
+// (1 GiB) unless the daemon sets another: each Put evicts the oldest
+// sources until the total fits, never the new one (which may alone exceed
+// the cap), and deletes their files after the tombstones commit. Opening
+// the store removes temporary files, files without metadata and files of
+// evicted sources that a crash left behind.
 //
 // Every write is one bbolt Update, which is on disk (fdatasync) when it
-// returns; Batch is never used. Values are copied out before their
-// transaction ends.
+// returns; Batch is never used. Read receipts (AddReceiptAsync) are the one
+// write nothing waits for: a background writer groups them into fewer
+// Updates. Values are copied out before their transaction ends.
 //
 // Migrations, applied in order at Open and recorded in meta/schema:
 //
 //  1. initial layout: meta/ and settings/.
 //  2. processes/: durable process records, so a restarted daemon reaps
 //     the groups a killed one left.
+//  3. actions/, actions_by_time/ and receipts/: the ledger.
+//  4. sources/ with meta/ and live/: retained original results.
 package approvals

@@ -1,0 +1,784 @@
+package approvals
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketActions       = []byte("actions")
+	bucketActionsByTime = []byte("actions_by_time")
+	bucketReceipts      = []byte("receipts")
+)
+
+// migrateLedger creates the ledger's buckets (schema 3).
+func migrateLedger(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketActions, bucketActionsByTime, bucketReceipts} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApprovalTTL is how long a prepared action can be approved: 15 minutes
+// (contracts.ApprovalTTLMinutes). Past it the action reads as expired.
+const ApprovalTTL = contracts.ApprovalTTLMinutes * time.Minute
+
+// Reasons recovery and restores give actions; tests and the README quote
+// them.
+const (
+	ReasonStoppedWhileOut   = "pikod stopped while the call was out; the server may have acted on it"
+	ReasonStoppedBeforeSend = "pikod stopped before sending it; nothing was sent"
+	ReasonRestoredDecided   = "restored database: this action was already decided"
+	ReasonRestoredSent      = "the tombstone file says this call was sent, the database does not (restored from an older copy, or pikod stopped mid-write); the server may have acted on it"
+	ReasonRestoredNotSent   = "the tombstone file says this action was approved, the database does not (restored from an older copy, or pikod stopped mid-write); it was never sent"
+	ReasonExpired           = "not decided before it expired"
+)
+
+// Action is one call the ledger knows: a prepared action awaiting the
+// owner, or a call being (or having been) executed. Arguments are the exact
+// bytes that are (or would be) sent; Digest binds them with the server,
+// tool and fingerprints.
+type Action struct {
+	ID    string
+	State string
+	// Kind is the receipt kind the call leaves: mcp_approved for prepared
+	// actions, mcp_autonomous or mcp_read for direct ones.
+	Kind         string
+	Server, Tool string
+	// Arguments is the exact JSON text that will be sent.
+	Arguments json.RawMessage
+	// ToolDescription is the server's description at prepare time, raw;
+	// it is sanitised where it is shown.
+	ToolDescription string
+	Fingerprints    contracts.Fingerprints
+	// Digest is ActionDigest of the fields above; approve must quote it.
+	Digest string
+	// ExpiresAt is zero for direct calls.
+	CreatedAt, ExpiresAt, UpdatedAt time.Time
+	// Reason says why the action is stale, failed, uncertain or expired.
+	Reason    string
+	ReceiptID string
+	SourceID  string
+}
+
+// actionRecord is Action as stored. Arguments are kept as base64 bytes:
+// encoding/json compacts and HTML-escapes a RawMessage, which would change
+// the exact bytes the owner reviewed.
+type actionRecord struct {
+	ID              string                 `json:"id"`
+	State           string                 `json:"state"`
+	Kind            string                 `json:"kind"`
+	Server          string                 `json:"server"`
+	Tool            string                 `json:"tool"`
+	Arguments       []byte                 `json:"arguments"`
+	ToolDescription string                 `json:"toolDescription,omitempty"`
+	Fingerprints    contracts.Fingerprints `json:"fingerprints"`
+	Digest          string                 `json:"digest"`
+	CreatedAt       time.Time              `json:"createdAt"`
+	ExpiresAt       time.Time              `json:"expiresAt,omitzero"`
+	UpdatedAt       time.Time              `json:"updatedAt"`
+	Reason          string                 `json:"reason,omitempty"`
+	ReceiptID       string                 `json:"receiptId,omitempty"`
+	SourceID        string                 `json:"sourceId,omitempty"`
+}
+
+func (r *actionRecord) action() Action {
+	return Action{
+		ID: r.ID, State: r.State, Kind: r.Kind, Server: r.Server, Tool: r.Tool,
+		Arguments: json.RawMessage(bytes.Clone(r.Arguments)), ToolDescription: r.ToolDescription,
+		Fingerprints: r.Fingerprints, Digest: r.Digest,
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt,
+		Reason: r.Reason, ReceiptID: r.ReceiptID, SourceID: r.SourceID,
+	}
+}
+
+// ActionDigest is the hex SHA-256 of the server, tool, exact argument bytes
+// and the four fingerprints, each field length-prefixed so that no two
+// different actions share an encoding.
+func ActionDigest(server, tool string, args []byte, fp contracts.Fingerprints) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	field([]byte("pikod action v1"))
+	field([]byte(server))
+	field([]byte(tool))
+	field(args)
+	field([]byte(fp.Settings))
+	field(binary.BigEndian.AppendUint64(nil, fp.CredentialGeneration))
+	field(binary.BigEndian.AppendUint64(nil, fp.ConnectionGeneration))
+	field([]byte(fp.Tool))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newID returns prefix followed by 128 random bits in lowercase base32
+// (26 characters).
+func newID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// validID reports whether id has the shape newID gives prefix.
+func validID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+func timeKey(t time.Time, id string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())), id...)
+}
+
+// Ledger is the durable record of actions and receipts. Every state change
+// is one bbolt Update (on disk when it returns) committed before the side
+// effect it permits; decisions are also appended to the tombstone file
+// first, so a database restored from an older copy cannot bring a decided
+// action back to life.
+type Ledger struct {
+	db    *bolt.DB
+	now   func() time.Time
+	log   zerolog.Logger
+	tombs *tombstones
+	async *asyncWriter
+
+	// recovered lists the actions OpenLedger changed, for the daemon's log.
+	recovered []Action
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// LedgerOption configures OpenLedger.
+type LedgerOption func(*Ledger)
+
+// WithLogger gives the ledger a logger (default: none).
+func WithLogger(log zerolog.Logger) LedgerOption {
+	return func(l *Ledger) { l.log = log }
+}
+
+// OpenLedger opens the ledger in db with its tombstone file at
+// tombstonePath (created 0600 if absent) and recovers from whatever the
+// last run left: a dispatched action becomes uncertain (never re-sent), an
+// approved one that was provably never sent becomes failed, and a prepared
+// one the tombstones say was already decided (the database was restored
+// from an older copy) is settled so it cannot be approved again. now is
+// the clock (nil: time.Now).
+func OpenLedger(db *DB, tombstonePath string, now func() time.Time, opts ...LedgerOption) (*Ledger, error) {
+	if now == nil {
+		now = time.Now
+	}
+	l := &Ledger{db: db.bolt, now: now, log: zerolog.Nop()}
+	for _, o := range opts {
+		o(l)
+	}
+	tombs, err := openTombstones(tombstonePath, l.log)
+	if err != nil {
+		return nil, err
+	}
+	l.tombs = tombs
+	if err := l.recover(); err != nil {
+		tombs.close()
+		return nil, err
+	}
+	l.async = startAsyncWriter(l.db, l.log)
+	return l, nil
+}
+
+// Recovered returns the actions OpenLedger changed while recovering.
+func (l *Ledger) Recovered() []Action { return l.recovered }
+
+// recover settles, in one Update, every action the previous run left in
+// flight and every prepared action that the tombstones say was decided.
+func (l *Ledger) recover() error {
+	at := l.stamp()
+	var changed []Action
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		changed = changed[:0]
+		b := tx.Bucket(bucketActions)
+		var recs []*actionRecord
+		err := b.ForEach(func(_, v []byte) error {
+			rec, err := decodeAction(v)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, rec)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			tomb, tombed := l.tombs.state(rec.ID)
+			state, reason := rec.State, rec.Reason
+			switch rec.State {
+			case contracts.ActionDispatched:
+				state, reason = contracts.ActionUncertain, ReasonStoppedWhileOut
+			case contracts.ActionApproved:
+				if tomb == contracts.ActionDispatched {
+					state, reason = contracts.ActionUncertain, ReasonRestoredSent
+				} else {
+					state, reason = contracts.ActionFailed, ReasonStoppedBeforeSend
+				}
+			case contracts.ActionPrepared:
+				if !tombed {
+					continue
+				}
+				switch tomb {
+				case contracts.ActionDispatched:
+					state, reason = contracts.ActionUncertain, ReasonRestoredSent
+				case contracts.ActionApproved:
+					state, reason = contracts.ActionFailed, ReasonRestoredNotSent
+				case contracts.ActionRejected:
+					state, reason = contracts.ActionRejected, ReasonRestoredDecided
+				default:
+					state, reason = contracts.ActionStale, ReasonRestoredDecided
+				}
+			default:
+				continue
+			}
+			rec.State, rec.Reason, rec.UpdatedAt = state, reason, at
+			if err := putAction(tx, rec); err != nil {
+				return err
+			}
+			changed = append(changed, rec.action())
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recovering the action ledger: %w", err)
+	}
+	for _, a := range changed {
+		l.log.Warn().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).
+			Str("state", a.State).Str("reason", a.Reason).Msg("action settled at startup")
+	}
+	l.recovered = changed
+	return nil
+}
+
+func (l *Ledger) stamp() time.Time { return l.now().UTC() }
+
+func decodeAction(v []byte) (*actionRecord, error) {
+	var rec actionRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("decoding a stored action: %w", err)
+	}
+	return &rec, nil
+}
+
+func putAction(tx *bolt.Tx, rec *actionRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketActions).Put([]byte(rec.ID), v)
+}
+
+func getAction(tx *bolt.Tx, id string) (*actionRecord, error) {
+	v := tx.Bucket(bucketActions).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	return decodeAction(v)
+}
+
+// notFound is the error for an id the ledger has no record of. An id the
+// tombstones know (decided before the database was restored from an older
+// copy) says so.
+func (l *Ledger) notFound(id string) error {
+	if _, ok := l.tombs.state(id); ok {
+		return contracts.Errorf(contracts.ErrNotFound, "action_not_found",
+			"action %s was decided before the database was restored from an older copy and is gone; make the call again to prepare a new action", id)
+	}
+	return contracts.Errorf(contracts.ErrNotFound, "action_not_found",
+		"no action %q: list actions with 'pikoctl mcp actions'", id)
+}
+
+func (l *Ledger) expired(rec *actionRecord, now time.Time) bool {
+	return rec.State == contracts.ActionPrepared && !rec.ExpiresAt.IsZero() && now.After(rec.ExpiresAt)
+}
+
+func checkCall(server, tool string, args []byte) error {
+	switch {
+	case server == "":
+		return fmt.Errorf("recording a call: server is empty: %w", contracts.ErrInvalidArgument)
+	case tool == "":
+		return fmt.Errorf("recording a call to %q: tool is empty: %w", server, contracts.ErrInvalidArgument)
+	case !json.Valid(args):
+		return fmt.Errorf("recording a call to %s/%s: arguments are not valid JSON: %w", server, tool, contracts.ErrInvalidArgument)
+	case utf8.RuneCount(args) > contracts.MaxArgumentsChars:
+		return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_too_large",
+			"recording a call to %s/%s: arguments are %d characters of JSON, more than the %d an action can hold; send less",
+			server, tool, utf8.RuneCount(args), contracts.MaxArgumentsChars)
+	}
+	return nil
+}
+
+// insert stores a new action and its time index entry in one Update.
+func (l *Ledger) insert(rec *actionRecord) error {
+	return l.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketActions).Get([]byte(rec.ID)) != nil {
+			return fmt.Errorf("action id %s already in use: %w", rec.ID, contracts.ErrInternal)
+		}
+		if err := putAction(tx, rec); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketActionsByTime).Put(timeKey(rec.CreatedAt, rec.ID), nil)
+	})
+}
+
+func (l *Ledger) freshID() string {
+	for {
+		id := newID("act_")
+		if _, ok := l.tombs.state(id); !ok {
+			return id
+		}
+	}
+}
+
+// Prepare records a call that needs the owner's approval and returns it in
+// state prepared, expiring after ApprovalTTL. args are kept byte for byte;
+// desc is the tool's description as the server gave it.
+func (l *Ledger) Prepare(server, tool string, args []byte, desc string, fp contracts.Fingerprints) (Action, error) {
+	if err := checkCall(server, tool, args); err != nil {
+		return Action{}, err
+	}
+	now := l.stamp()
+	rec := &actionRecord{
+		ID: l.freshID(), State: contracts.ActionPrepared, Kind: contracts.ReceiptApproved,
+		Server: server, Tool: tool, Arguments: bytes.Clone(args), ToolDescription: desc,
+		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
+		CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL), UpdatedAt: now,
+	}
+	if err := l.insert(rec); err != nil {
+		return Action{}, fmt.Errorf("preparing a call to %s/%s: %w", server, tool, err)
+	}
+	l.log.Info().Str("action", rec.ID).Str("server", server).Str("tool", tool).Msg("action prepared")
+	return rec.action(), nil
+}
+
+// BeginDirect records a call that executes without approval (kind
+// mcp_autonomous or mcp_read) as already dispatched, before it is sent: a
+// crash while it is out leaves it uncertain, never re-sent. End it with
+// Finish.
+func (l *Ledger) BeginDirect(kind, server, tool string, args []byte, fp contracts.Fingerprints) (Action, error) {
+	if err := checkCall(server, tool, args); err != nil {
+		return Action{}, err
+	}
+	if kind != contracts.ReceiptAutonomous && kind != contracts.ReceiptRead {
+		return Action{}, fmt.Errorf("recording a direct call to %s/%s: kind %q is not %s or %s: %w",
+			server, tool, kind, contracts.ReceiptAutonomous, contracts.ReceiptRead, contracts.ErrInvalidArgument)
+	}
+	now := l.stamp()
+	rec := &actionRecord{
+		ID: l.freshID(), State: contracts.ActionDispatched, Kind: kind,
+		Server: server, Tool: tool, Arguments: bytes.Clone(args),
+		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if err := l.insert(rec); err != nil {
+		return Action{}, fmt.Errorf("recording a direct call to %s/%s: %w", server, tool, err)
+	}
+	return rec.action(), nil
+}
+
+// Get returns the action id. A prepared action past its expiry is recorded
+// as expired first.
+func (l *Ledger) Get(id string) (Action, error) {
+	var rec *actionRecord
+	err := l.db.View(func(tx *bolt.Tx) error {
+		var err error
+		rec, err = getAction(tx, id)
+		return err
+	})
+	if err != nil {
+		return Action{}, fmt.Errorf("reading action %s: %w", id, err)
+	}
+	if rec == nil {
+		return Action{}, l.notFound(id)
+	}
+	if now := l.now(); l.expired(rec, now) {
+		if err := l.expire([]string{rec.ID}, now); err != nil {
+			return Action{}, err
+		}
+		rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+	}
+	return rec.action(), nil
+}
+
+// expire records every listed action that is still prepared and past its
+// expiry as expired, in one Update.
+func (l *Ledger) expire(ids []string, now time.Time) error {
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		for _, id := range ids {
+			rec, err := getAction(tx, id)
+			if err != nil {
+				return err
+			}
+			if rec == nil || !l.expired(rec, now) {
+				continue
+			}
+			rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+			if err := putAction(tx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recording expired actions: %w", err)
+	}
+	return nil
+}
+
+// DefaultListLimit is List's limit when none is given.
+const DefaultListLimit = 100
+
+// List returns up to limit actions (DefaultListLimit if limit <= 0),
+// newest first, only those in state if state is not empty. Prepared
+// actions past their expiry are recorded as expired first.
+func (l *Ledger) List(state string, limit int) ([]Action, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	if state != "" && !knownState(state) {
+		return nil, fmt.Errorf("listing actions: unknown state %q (one of %s): %w",
+			state, strings.Join(allStates, ", "), contracts.ErrInvalidArgument)
+	}
+	now := l.now()
+	var (
+		out []Action
+		due []string
+	)
+	err := l.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketActions)
+		c := tx.Bucket(bucketActionsByTime).Cursor()
+		for k, _ := c.Last(); k != nil && len(out) < limit; k, _ = c.Prev() {
+			if len(k) <= 8 {
+				continue
+			}
+			v := b.Get(k[8:])
+			if v == nil {
+				continue
+			}
+			rec, err := decodeAction(v)
+			if err != nil {
+				return err
+			}
+			if l.expired(rec, now) {
+				due = append(due, rec.ID)
+				rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+			}
+			if state == "" || rec.State == state {
+				out = append(out, rec.action())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing actions: %w", err)
+	}
+	if len(due) > 0 {
+		if err := l.expire(due, now); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+var allStates = []string{
+	contracts.ActionPrepared, contracts.ActionApproved, contracts.ActionDispatched,
+	contracts.ActionCompleted, contracts.ActionFailed, contracts.ActionUncertain,
+	contracts.ActionRejected, contracts.ActionExpired, contracts.ActionStale,
+}
+
+func knownState(s string) bool {
+	for _, k := range allStates {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal is the error for deciding on an action that is no longer
+// prepared; its reason says which way it was settled.
+func refusal(rec *actionRecord) error {
+	switch rec.State {
+	case contracts.ActionExpired:
+		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_expired",
+			"action %s expired at %s without a decision; make the call again to prepare a new action",
+			rec.ID, rec.ExpiresAt.Format(time.RFC3339))
+	case contracts.ActionRejected:
+		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_rejected",
+			"action %s was rejected; make the call again to prepare a new action", rec.ID)
+	case contracts.ActionStale:
+		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+			"action %s is stale (%s); make the call again to prepare an action against the current server", rec.ID, rec.Reason)
+	}
+	return contracts.Errorf(contracts.ErrFailedPrecondition, "action_consumed",
+		"action %s was already decided (it is %s); an approval is used once: make the call again to prepare a new action",
+		rec.ID, rec.State)
+}
+
+// moved names each fingerprint that differs between was and now.
+func moved(was, now contracts.Fingerprints) []string {
+	var out []string
+	if was.Settings != now.Settings {
+		out = append(out, "the server's settings changed")
+	}
+	if was.CredentialGeneration != now.CredentialGeneration {
+		out = append(out, "the server's credentials changed")
+	}
+	if was.ConnectionGeneration != now.ConnectionGeneration {
+		out = append(out, "the server was reconnected")
+	}
+	if was.Tool != now.Tool {
+		out = append(out, "the tool's definition changed")
+	}
+	return out
+}
+
+// decide runs one decision on a prepared action in a single Update. It
+// loads the action; refuses unless prepared (and not tombstoned); records
+// expiry; checks the digest; then calls apply, which returns the new state
+// and reason or a refusal. A state change is tombstoned and committed; a
+// refusal that changed state (expired, stale) is committed too, and the
+// refusal returned after.
+func (l *Ledger) decide(verb, id string, apply func(rec *actionRecord) (state, reason string, refuse error)) (Action, error) {
+	var (
+		out     Action
+		refused error
+	)
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		refused = nil
+		rec, err := getAction(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return l.notFound(id)
+		}
+		out = rec.action()
+		if rec.State == contracts.ActionPrepared {
+			if t, ok := l.tombs.state(id); ok {
+				// The tombstone was written but its commit failed, or the
+				// database was replaced while pikod ran: decided is decided.
+				rec.State = t
+				refused = refusal(rec)
+				return nil
+			}
+		}
+		if rec.State != contracts.ActionPrepared {
+			refused = refusal(rec)
+			return nil
+		}
+		now := l.now()
+		if l.expired(rec, now) {
+			rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+			refused = refusal(rec)
+			out = rec.action()
+			return putAction(tx, rec)
+		}
+		state, reason, refuse := apply(rec)
+		if state == "" {
+			refused = refuse
+			return nil
+		}
+		if err := l.tombs.add(id, state, now); err != nil {
+			return err
+		}
+		rec.State, rec.Reason, rec.UpdatedAt = state, reason, now.UTC()
+		refused = refuse
+		out = rec.action()
+		return putAction(tx, rec)
+	})
+	if err != nil {
+		return Action{}, fmt.Errorf("%s action %s: %w", verb, id, err)
+	}
+	if refused != nil {
+		return out, refused
+	}
+	l.log.Info().Str("action", id).Str("state", out.State).Msg("action decided")
+	return out, nil
+}
+
+// Approve approves the prepared action id, once. digest must be the one
+// the owner reviewed and current the fingerprints as they are now. It is
+// refused (state unchanged) for a wrong digest; refused for an action that
+// is not prepared, saying how it was settled; and refused after recording
+// it as expired past its expiry, or as stale (naming what moved) when any
+// fingerprint differs. Of concurrent approvals exactly one succeeds; the
+// others get reason action_consumed. With a refusal it still returns the
+// action as it now stands (zero if unknown).
+func (l *Ledger) Approve(id, digest string, current contracts.Fingerprints) (Action, error) {
+	return l.decide("approving", id, func(rec *actionRecord) (string, string, error) {
+		if digest != rec.Digest {
+			return "", "", contracts.Errorf(contracts.ErrPermissionDenied, "digest_mismatch",
+				"digest %q is not the digest of action %s; review it again with 'pikoctl mcp review %s' and quote the digest shown",
+				digest, rec.ID, rec.ID)
+		}
+		if m := moved(rec.Fingerprints, current); len(m) > 0 {
+			reason := strings.Join(m, "; ") + " since it was prepared"
+			return contracts.ActionStale, reason, contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+				"action %s is stale: %s; make the call again to prepare an action against the current server", rec.ID, reason)
+		}
+		return contracts.ActionApproved, "", nil
+	})
+}
+
+// Reject rejects the prepared action id. An empty digest rejects whatever
+// was prepared (refusing is always safe); a non-empty one must match, so a
+// typo decides nothing.
+func (l *Ledger) Reject(id, digest string) (Action, error) {
+	return l.decide("rejecting", id, func(rec *actionRecord) (string, string, error) {
+		if digest != "" && digest != rec.Digest {
+			return "", "", contracts.Errorf(contracts.ErrPermissionDenied, "digest_mismatch",
+				"digest %q is not the digest of action %s; review it again with 'pikoctl mcp review %s'", digest, rec.ID, rec.ID)
+		}
+		return contracts.ActionRejected, "rejected by the owner", nil
+	})
+}
+
+// transition moves id from one of the states in from to state in one
+// Update; edit runs inside the transaction, before the commit, and may
+// refuse it.
+func (l *Ledger) transition(verb, id string, from []string, state string, edit func(rec *actionRecord) error) (Action, error) {
+	var out Action
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		rec, err := getAction(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return l.notFound(id)
+		}
+		ok := false
+		for _, f := range from {
+			ok = ok || rec.State == f
+		}
+		if !ok {
+			return contracts.Errorf(contracts.ErrFailedPrecondition, "action_state",
+				"action %s is %s, not %s", id, rec.State, strings.Join(from, " or "))
+		}
+		rec.State, rec.UpdatedAt = state, l.stamp()
+		if edit != nil {
+			if err := edit(rec); err != nil {
+				return err
+			}
+		}
+		out = rec.action()
+		return putAction(tx, rec)
+	})
+	if err != nil {
+		return Action{}, fmt.Errorf("%s action %s: %w", verb, id, err)
+	}
+	return out, nil
+}
+
+// MarkDispatched moves an approved action to dispatched; call it right
+// before sending. The tombstone file learns of it first, so that even a
+// database restored from a copy made before this moment reads the action
+// as possibly sent.
+func (l *Ledger) MarkDispatched(id string) (Action, error) {
+	return l.transition("dispatching", id, []string{contracts.ActionApproved}, contracts.ActionDispatched, func(rec *actionRecord) error {
+		return l.tombs.add(id, contracts.ActionDispatched, l.now())
+	})
+}
+
+// Finish ends a dispatched action as completed, failed or uncertain, with
+// the reason (for failed and uncertain), its receipt and retained source.
+// An approved action that was never sent may also finish as failed.
+func (l *Ledger) Finish(id, state, reason, receiptID, sourceID string) (Action, error) {
+	from := []string{contracts.ActionDispatched}
+	switch state {
+	case contracts.ActionCompleted, contracts.ActionUncertain:
+	case contracts.ActionFailed:
+		from = append(from, contracts.ActionApproved)
+	default:
+		return Action{}, fmt.Errorf("finishing action %s: state %q is not completed, failed or uncertain: %w",
+			id, state, contracts.ErrInvalidArgument)
+	}
+	return l.transition("finishing", id, from, state, func(rec *actionRecord) error {
+		rec.Reason, rec.ReceiptID, rec.SourceID = reason, receiptID, sourceID
+		return nil
+	})
+}
+
+// Advice says what the owner can do about an action in its state.
+func (a Action) Advice() string {
+	switch a.State {
+	case contracts.ActionPrepared:
+		return fmt.Sprintf("review with 'pikoctl mcp review %s', then approve or reject", a.ID)
+	case contracts.ActionApproved:
+		return "approved; pikod is about to send it"
+	case contracts.ActionDispatched:
+		return "the call is out; its result will be recorded here"
+	case contracts.ActionCompleted:
+		if a.ReceiptID != "" {
+			return "done; receipt " + a.ReceiptID
+		}
+		return "done"
+	case contracts.ActionFailed:
+		return "nothing more will happen"
+	case contracts.ActionUncertain:
+		return fmt.Sprintf("the outcome is unknown: check %s for the effect before preparing the call again; pikod will not resend it", a.Server)
+	case contracts.ActionRejected:
+		return "nothing was sent"
+	case contracts.ActionExpired:
+		return "nothing was sent; make the call again to prepare a new action"
+	case contracts.ActionStale:
+		return "nothing was sent; make the call again to prepare an action against the current server"
+	}
+	return ""
+}
+
+// Summary is the action as extensions.mcp.actions.list shows it.
+func (a Action) Summary() contracts.ActionSummary {
+	s := contracts.ActionSummary{
+		ID: a.ID, State: a.State, Server: a.Server, Tool: a.Tool,
+		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339),
+		UpdatedAt: a.UpdatedAt.UTC().Format(time.RFC3339),
+		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID,
+	}
+	if !a.ExpiresAt.IsZero() {
+		s.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// Close flushes receipts written with AddReceiptAsync, stops their writer
+// and closes the tombstone file. The database stays open (its owner closes
+// it after).
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() {
+		l.closeErr = errors.Join(l.async.close(), l.tombs.close())
+	})
+	return l.closeErr
+}

@@ -1,0 +1,321 @@
+package approvals
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+)
+
+// Default preview limits.
+const (
+	DefaultPreviewTextChars       = 24_000
+	DefaultPreviewImageBytes      = 256 << 10
+	DefaultPreviewImages          = 4
+	DefaultPreviewStructuredBytes = 32 << 10
+	DefaultPreviewBlockBytes      = 32 << 10
+	DefaultPreviewTotalChars      = 1536 << 10
+)
+
+// PreviewLimits bounds what a caller receives of a tool result. A zero
+// field takes its default.
+type PreviewLimits struct {
+	// TextChars is the number of characters (code points) kept of all
+	// text blocks together; beyond it the first two thirds and the last
+	// third are kept around a notice. Default 24,000.
+	TextChars int
+	// ImageBytes is the largest base64 data of one image or audio block
+	// kept. Default 256 KiB.
+	ImageBytes int
+	// Images is how many image and audio blocks are kept. Default 4.
+	Images int
+	// StructuredBytes is the largest structuredContent kept, in bytes of
+	// its JSON. Default 32 KiB.
+	StructuredBytes int
+	// BlockBytes is the largest other block (resource, resource_link,
+	// unknown types) kept, in bytes of its JSON. Default 32 KiB.
+	BlockBytes int
+	// TotalChars backstops the whole preview (content and
+	// structuredContent JSON, counted in bytes, which are never fewer
+	// than characters) against results made of very many small blocks.
+	// Default 1.5 MiB.
+	TotalChars int
+}
+
+func (l PreviewLimits) withDefaults() PreviewLimits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.TextChars, DefaultPreviewTextChars)
+	def(&l.ImageBytes, DefaultPreviewImageBytes)
+	def(&l.Images, DefaultPreviewImages)
+	def(&l.StructuredBytes, DefaultPreviewStructuredBytes)
+	def(&l.BlockBytes, DefaultPreviewBlockBytes)
+	def(&l.TotalChars, DefaultPreviewTotalChars)
+	return l
+}
+
+// readWhole is the end of every omission notice: where the rest is.
+const readWhole = "read the complete original result with source.read at originalResultSourceId"
+
+// Preview returns a bounded copy of an MCP CallToolResult
+// ({"content": [...], "structuredContent": ..., "isError": ...}).
+//
+// Text blocks share one budget of lim.TextChars characters. When their
+// text is longer, the preview keeps the first two thirds of the budget
+// and the last third, drops what lies between (whole blocks, or the part
+// of a block), and puts a text block saying how many characters were
+// omitted where the cut is. Cuts fall between characters, never inside a
+// UTF-8 sequence or a surrogate pair. Image and audio blocks over
+// lim.ImageBytes, or beyond the first lim.Images, become a text block
+// naming their type, MIME type and size; other blocks over lim.BlockBytes
+// become a text block naming their type (and URI, if any) and size.
+// structuredContent over lim.StructuredBytes becomes
+// {"_omitted": "N bytes; read the complete original result ..."}.
+// Blocks and fields within the limits are passed through byte for byte.
+//
+// truncated reports that anything was cut or replaced. A result that is
+// not a JSON object, or whose content is not an array or whose isError is
+// not a boolean, is an error.
+func Preview(result json.RawMessage, lim PreviewLimits) (content, structured json.RawMessage, isError bool, truncated bool, err error) {
+	lim = lim.withDefaults()
+	trimmed := bytes.TrimSpace(result)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if !json.Valid(trimmed) {
+			return nil, nil, false, false, errors.New("reading tool result: not valid JSON")
+		}
+		return nil, nil, false, false, errors.New("reading tool result: not a JSON object")
+	}
+	// One decoding pass over what may be megabytes; the blocks stay raw.
+	var top struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(trimmed, &top); err != nil {
+		return nil, nil, false, false, fmt.Errorf("reading tool result: %w", err)
+	}
+	isError = top.IsError
+	if raw := top.StructuredContent; raw != nil && !isNull(raw) {
+		structured = raw
+		if len(raw) > lim.StructuredBytes {
+			structured = omittedObject(fmt.Sprintf("%d bytes; %s", len(raw), readWhole))
+			truncated = true
+		}
+	}
+	if top.Content == nil {
+		return nil, structured, isError, truncated, nil
+	}
+	blocks := top.Content
+	out, cut := previewBlocks(blocks, lim, lim.TotalChars-len(structured))
+	// Joined by hand: json.Marshal would re-escape the blocks it passes
+	// through.
+	content = append(json.RawMessage{'['}, bytes.Join(out, []byte{','})...)
+	content = append(content, ']')
+	return content, structured, isError, truncated || cut, nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// block is one decoded content block; raw is kept to pass it through
+// unchanged.
+type block struct {
+	raw    json.RawMessage
+	typ    string
+	text   string // for text blocks
+	isText bool
+}
+
+// decodeBlock reads a block's type and text. A block that is not an object
+// with a string type, or a text block without a string text, is passed on
+// as an unknown block.
+func decodeBlock(raw json.RawMessage) block {
+	var f struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	err := json.Unmarshal(raw, &f)
+	b := block{raw: raw, typ: f.Type}
+	if err == nil && f.Type == "text" && f.Text != nil {
+		b.text, b.isText = *f.Text, true
+	}
+	return b
+}
+
+// previewBlocks applies the limits to blocks in order; budget backstops
+// the encoded size of the whole array.
+func previewBlocks(raws []json.RawMessage, lim PreviewLimits, budget int) ([][]byte, bool) {
+	blocks := make([]block, len(raws))
+	total := 0
+	for i, raw := range raws {
+		blocks[i] = decodeBlock(raw)
+		if blocks[i].isText {
+			total += utf8.RuneCountInString(blocks[i].text)
+		}
+	}
+	cut := false
+	// Text outside [head, tail) of the concatenated text is kept.
+	head, tail := total, total
+	if total > lim.TextChars {
+		head = lim.TextChars * 2 / 3
+		tail = total - (lim.TextChars - head)
+		cut = true
+	}
+	out := make([][]byte, 0, len(blocks)+1)
+	pos, media, noticed := 0, 0, false
+	for _, b := range blocks {
+		switch {
+		case b.isText:
+			n := utf8.RuneCountInString(b.text)
+			start, end := pos, pos+n
+			pos = end
+			if end <= head || start >= tail {
+				out = append(out, b.raw)
+				continue
+			}
+			// The block reaches into the omitted middle.
+			if start < head {
+				out = append(out, withText(b, runePrefix(b.text, head-start)))
+			}
+			if !noticed {
+				out = append(out, textBlock(fmt.Sprintf("[… %d characters omitted here; %s …]", tail-head, readWhole)))
+				noticed = true
+			}
+			if end > tail {
+				out = append(out, withText(b, runeSuffix(b.text, end-tail)))
+			}
+		case b.typ == "image" || b.typ == "audio":
+			var m struct {
+				Data     string `json:"data"`
+				MimeType string `json:"mimeType"`
+			}
+			_ = json.Unmarshal(b.raw, &m)
+			if len(m.Data) <= lim.ImageBytes && media < lim.Images {
+				media++
+				out = append(out, b.raw)
+				continue
+			}
+			cut = true
+			out = append(out, textBlock(fmt.Sprintf("[%s omitted: %s, %d bytes of base64 (about %d bytes); %s]",
+				b.typ, clip(m.MimeType, 100), len(m.Data), len(m.Data)/4*3, readWhole)))
+		default:
+			if len(b.raw) <= lim.BlockBytes {
+				out = append(out, b.raw)
+				continue
+			}
+			cut = true
+			out = append(out, textBlock(fmt.Sprintf("[%s omitted%s: %d bytes of JSON; %s]",
+				describeType(b.typ), describeURI(b), len(b.raw), readWhole)))
+		}
+	}
+	// Backstop: stop before the array outgrows its budget and say so.
+	size := 2
+	for i, raw := range out {
+		if size+len(raw)+1 > budget-256 {
+			cut = true
+			rest := len(out) - i
+			out = append(out[:i], textBlock(fmt.Sprintf("[%d more content blocks omitted; %s]", rest, readWhole)))
+			break
+		}
+		size += len(raw) + 1
+	}
+	return out, cut
+}
+
+func describeType(t string) string {
+	if t == "" {
+		return "content block"
+	}
+	return clip(t, 40) + " block"
+}
+
+func describeURI(b block) string {
+	var f struct {
+		URI      string `json:"uri"`
+		Resource struct {
+			URI string `json:"uri"`
+		} `json:"resource"`
+	}
+	_ = json.Unmarshal(b.raw, &f)
+	uri := f.URI
+	if b.typ == "resource" {
+		uri = f.Resource.URI
+	}
+	if uri == "" {
+		return ""
+	}
+	return " (" + clip(uri, 200) + ")"
+}
+
+// clip shortens s to at most n characters.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return runePrefix(s, n) + "…"
+}
+
+// runePrefix returns the first n characters of s.
+func runePrefix(s string, n int) string {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// runeSuffix returns the last n characters of s.
+func runeSuffix(s string, n int) string {
+	i := len(s)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}
+
+// withText returns b's JSON with its text replaced, other fields kept as
+// they were (keys in sorted order).
+func withText(b block, text string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(b.raw, &fields) // A text block is an object.
+	keys := slices.Sorted(maps.Keys(fields))
+	out := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, marshalString(k)...)
+		out = append(out, ':')
+		if k == "text" {
+			out = append(out, marshalString(text)...)
+		} else {
+			out = append(out, fields[k]...)
+		}
+	}
+	return append(out, '}')
+}
+
+func textBlock(text string) json.RawMessage {
+	return json.RawMessage(`{"type":"text","text":` + string(marshalString(text)) + `}`)
+}
+
+func omittedObject(msg string) json.RawMessage {
+	return json.RawMessage(`{"_omitted":` + string(marshalString(msg)) + `}`)
+}
+
+// marshalString encodes s as a JSON string without HTML escaping, so the
+// preview shows text as the server sent it.
+func marshalString(s string) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // A string always encodes.
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}

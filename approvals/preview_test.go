@@ -1,0 +1,278 @@
+package approvals
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+func textResult(texts ...string) string {
+	var blocks []string
+	for _, t := range texts {
+		blocks = append(blocks, `{"type":"text","text":`+string(marshalString(t))+`}`)
+	}
+	return `{"content":[` + strings.Join(blocks, ",") + `]}`
+}
+
+type previewBlock struct {
+	Type        string          `json:"type"`
+	Text        string          `json:"text"`
+	Data        string          `json:"data"`
+	Annotations json.RawMessage `json:"annotations"`
+}
+
+func decodePreview(t *testing.T, content json.RawMessage) []previewBlock {
+	t.Helper()
+	var out []previewBlock
+	if err := json.Unmarshal(content, &out); err != nil {
+		t.Fatalf("preview content is not a block array: %v\n%s", err, content)
+	}
+	return out
+}
+
+func TestPreview(t *testing.T) {
+	img := func(n int) string {
+		return `{"type":"image","mimeType":"image/png","data":"` + strings.Repeat("A", n) + `"}`
+	}
+	big := strings.Repeat("a", 20_000) + strings.Repeat("b", 20_000) + strings.Repeat("c", 20_000)
+	tests := []struct {
+		name      string
+		result    string
+		lim       PreviewLimits
+		truncated bool
+		isError   bool
+		check     func(t *testing.T, content, structured json.RawMessage)
+	}{{
+		name:   "small result unchanged",
+		result: `{"content":[{"type":"text","text":"a <b> & \"c\"","annotations":{"priority":1}},` + img(8) + `],"structuredContent":{"x":[1, 2]}}`,
+		check: func(t *testing.T, content, structured json.RawMessage) {
+			want := `[{"type":"text","text":"a <b> & \"c\"","annotations":{"priority":1}},` + img(8) + `]`
+			if string(content) != want {
+				t.Errorf("content = %s, want %s", content, want)
+			}
+			if string(structured) != `{"x":[1, 2]}` {
+				t.Errorf("structured = %s, want it unchanged", structured)
+			}
+		},
+	}, {
+		name:      "isError passed through",
+		result:    `{"content":[{"type":"text","text":"boom"}],"isError":true}`,
+		isError:   true,
+		truncated: false,
+	}, {
+		name:   "no content",
+		result: `{"structuredContent":null,"isError":false}`,
+		check: func(t *testing.T, content, structured json.RawMessage) {
+			if content != nil || structured != nil {
+				t.Errorf("content %s structured %s, want both absent", content, structured)
+			}
+		},
+	}, {
+		name:      "big text cut into head and tail",
+		result:    textResult(big),
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			b := decodePreview(t, content)
+			if len(b) != 3 {
+				t.Fatalf("%d blocks, want head, notice, tail", len(b))
+			}
+			if b[0].Text != big[:16_000] || b[2].Text != big[len(big)-8_000:] {
+				t.Errorf("head %d chars, tail %d chars; want the first 16000 and last 8000", len(b[0].Text), len(b[2].Text))
+			}
+			if !strings.Contains(b[1].Text, "36000 characters omitted") || !strings.Contains(b[1].Text, "originalResultSourceId") {
+				t.Errorf("notice = %q", b[1].Text)
+			}
+		},
+	}, {
+		name:      "cut across blocks keeps their other fields",
+		result:    `{"content":[{"type":"text","text":"` + strings.Repeat("x", 10) + `"},{"type":"text","text":"` + strings.Repeat("y", 10) + `","annotations":{"audience":["user"]}},{"type":"text","text":"` + strings.Repeat("z", 10) + `"}]}`,
+		lim:       PreviewLimits{TextChars: 18},
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			b := decodePreview(t, content)
+			got := []string{}
+			for _, x := range b {
+				got = append(got, x.Text)
+			}
+			if len(b) != 4 || b[0].Text != strings.Repeat("x", 10) || b[1].Text != "yy" ||
+				!strings.Contains(b[2].Text, "12 characters omitted") || b[3].Text != "zzzzzz" {
+				t.Fatalf("blocks = %q", got)
+			}
+			if string(b[1].Annotations) != `{"audience":["user"]}` {
+				t.Errorf("cut block annotations = %s", b[1].Annotations)
+			}
+		},
+	}, {
+		name:      "cuts fall between characters",
+		result:    textResult(strings.Repeat("é😀", 100)),
+		lim:       PreviewLimits{TextChars: 31},
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			b := decodePreview(t, content)
+			if len(b) != 3 || b[0].Text != strings.Repeat("é😀", 10) || b[2].Text != "😀"+strings.Repeat("é😀", 5) {
+				t.Errorf("blocks = %q", []string{b[0].Text, b[len(b)-1].Text})
+			}
+			for _, x := range b {
+				if !utf8.ValidString(x.Text) {
+					t.Errorf("invalid UTF-8 in %q", x.Text)
+				}
+			}
+		},
+	}, {
+		name:      "big image replaced",
+		result:    `{"content":[` + img(300<<10) + `]}`,
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			b := decodePreview(t, content)
+			if len(b) != 1 || b[0].Type != "text" || !strings.Contains(b[0].Text, "image/png") ||
+				!strings.Contains(b[0].Text, fmt.Sprint(300<<10)) {
+				t.Errorf("blocks = %+v", b)
+			}
+		},
+	}, {
+		name:      "fifth image replaced",
+		result:    `{"content":[` + strings.Repeat(img(4)+",", 4) + img(4) + `]}`,
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			b := decodePreview(t, content)
+			if len(b) != 5 || b[3].Type != "image" || b[4].Type != "text" {
+				t.Errorf("blocks = %+v", b)
+			}
+		},
+	}, {
+		name:      "big resource replaced with its uri",
+		result:    `{"content":[{"type":"resource","resource":{"uri":"file:///big.txt","text":"` + strings.Repeat("r", 40<<10) + `"}},{"type":"resource_link","uri":"file:///small","name":"s"}]}`,
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			b := decodePreview(t, content)
+			if len(b) != 2 || b[0].Type != "text" || !strings.Contains(b[0].Text, "file:///big.txt") || b[1].Type != "resource_link" {
+				t.Errorf("blocks = %+v", b)
+			}
+		},
+	}, {
+		name:      "big structuredContent replaced",
+		result:    `{"content":[],"structuredContent":{"rows":"` + strings.Repeat("s", 40<<10) + `"}}`,
+		truncated: true,
+		check: func(t *testing.T, content, structured json.RawMessage) {
+			var m map[string]string
+			if err := json.Unmarshal(structured, &m); err != nil || len(m) != 1 ||
+				!strings.HasPrefix(m["_omitted"], fmt.Sprint(40<<10+11)+" bytes") {
+				t.Errorf("structured = %s (%v)", structured, err)
+			}
+			if string(content) != `[]` {
+				t.Errorf("content = %s", content)
+			}
+		},
+	}, {
+		name:      "many small blocks hit the total backstop",
+		result:    `{"content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"resource_link","uri":"u","name":"n"},`, 100_000), ",") + `]}`,
+		truncated: true,
+		check: func(t *testing.T, content, _ json.RawMessage) {
+			if len(content) > DefaultPreviewTotalChars {
+				t.Errorf("content is %d bytes, over the %d backstop", len(content), DefaultPreviewTotalChars)
+			}
+			b := decodePreview(t, content)
+			if last := b[len(b)-1]; !strings.Contains(last.Text, "more content blocks omitted") {
+				t.Errorf("last block = %+v", last)
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			content, structured, isError, truncated, err := Preview(json.RawMessage(tc.result), tc.lim)
+			if err != nil {
+				t.Fatalf("Preview: %v", err)
+			}
+			if truncated != tc.truncated || isError != tc.isError {
+				t.Errorf("truncated, isError = %v, %v; want %v, %v", truncated, isError, tc.truncated, tc.isError)
+			}
+			if content != nil && !json.Valid(content) {
+				t.Fatalf("content is not valid JSON: %.200s", content)
+			}
+			if tc.check != nil {
+				tc.check(t, content, structured)
+			}
+		})
+	}
+}
+
+func TestPreviewRejects(t *testing.T) {
+	for _, in := range []string{``, `nope`, `[]`, `null`, `"x"`, `{"content":{}}`, `{"content":[],"isError":"yes"}`, `{"content":[`} {
+		if _, _, _, _, err := Preview(json.RawMessage(in), PreviewLimits{}); err == nil {
+			t.Errorf("Preview(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+// pyEscape spells s as Python's json.dumps does by default (ensure_ascii),
+// with upper- or lower-case hex.
+func pyEscape(s string, upper bool) string {
+	var b strings.Builder
+	format := "\\u%04x"
+	if upper {
+		format = "\\u%04X"
+	}
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20:
+			fmt.Fprintf(&b, format, r)
+		case r < 0x80:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, format+format, hi, lo)
+		default:
+			fmt.Fprintf(&b, format, r)
+		}
+	}
+	return b.String()
+}
+
+func TestSecretsRedact(t *testing.T) {
+	const hard = "p\"a\\ss\nw<o>r&d\té😀\x01"
+	s := NewSecrets(hard, "plain-token-123", "abc", "", "overlapAAAA", "AAAAoverlap")
+	goJSON, _ := json.Marshal(hard)
+	inner, _ := json.Marshal(map[string]string{"k": hard})
+	doubled, _ := json.Marshal(string(inner))
+	tests := []struct{ in, want string }{
+		{"x plain-token-123 y", "x [REDACTED] y"},
+		{"literal " + hard + " end", "literal [REDACTED] end"},
+		{`{"v":` + string(goJSON) + `}`, `{"v":"[REDACTED]"}`},
+		{`{"v":"` + jsonEscape(hard, false) + `"}`, `{"v":"[REDACTED]"}`},
+		{`{"v":"` + pyEscape(hard, false) + `"}`, `{"v":"[REDACTED]"}`},
+		{`{"v":"` + pyEscape(hard, true) + `"}`, `{"v":"[REDACTED]"}`},
+		{`{"t":` + string(doubled) + `}`, `{"t":"{\"k\":\"[REDACTED]\"}"}`},
+		{"twice plain-token-123plain-token-123.", "twice [REDACTED][REDACTED]."},
+		{"short abc stays", "short abc stays"},
+		{"overlapAAAAoverlap", "[REDACTED]"},
+		{"xxoverlapAAAAoverlapyy", "xx[REDACTED]yy"},
+		{"plain-token-12 almost", "plain-token-12 almost"},
+		{`escape-like \u0070lain-token-123`, `escape-like [REDACTED]`},
+		{"nothing here \\ \" \u2028", "nothing here \\ \" \u2028"},
+	}
+	for _, tc := range tests {
+		if got := string(s.Redact([]byte(tc.in))); got != tc.want {
+			t.Errorf("Redact(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+	in := []byte("keep plain-token-123 me")
+	orig := bytes.Clone(in)
+	_ = s.Redact(in)
+	if !bytes.Equal(in, orig) {
+		t.Error("Redact modified its argument")
+	}
+	var none *Secrets
+	if got := string(none.Redact([]byte("plain-token-123"))); got != "plain-token-123" {
+		t.Errorf("nil Secrets redacted: %q", got)
+	}
+}

@@ -1,0 +1,447 @@
+package approvals
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pikod/pikod/contracts"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Retained sources: limits of the store and of one read.
+const (
+	// DefaultSourceCapBytes is the default cap on the bytes of all
+	// retained sources together (1 GiB). Beyond it the oldest are evicted.
+	DefaultSourceCapBytes = 1 << 30
+	// DefaultSourceReadChars is the window source.read returns when no
+	// length is given.
+	DefaultSourceReadChars = 65_536
+	// MaxSourceReadChars is the largest window one source.read returns; a
+	// longer length is shortened to it (eof tells the caller to go on).
+	MaxSourceReadChars = 1 << 20
+	// sourceIndexStride is the distance, in characters, between entries of
+	// a source's sparse character index.
+	sourceIndexStride = 1 << 16
+)
+
+var (
+	bucketSources     = []byte("sources")
+	bucketSourceMeta  = []byte("meta")
+	bucketSourceOrder = []byte("live")
+)
+
+// migrateSources creates sources/ with meta/ and live/ (schema 4).
+func migrateSources(tx *bolt.Tx) error {
+	b, err := tx.CreateBucketIfNotExists(bucketSources)
+	if err != nil {
+		return err
+	}
+	if _, err := b.CreateBucketIfNotExists(bucketSourceMeta); err != nil {
+		return err
+	}
+	_, err = b.CreateBucketIfNotExists(bucketSourceOrder)
+	return err
+}
+
+// SourceMeta describes one retained source. An evicted source keeps its
+// metadata as a tombstone (Evicted, EvictedAt) so a late read can say what
+// happened to it.
+type SourceMeta struct {
+	ID        string    `json:"id"`
+	Server    string    `json:"server"`
+	Tool      string    `json:"tool"`
+	Bytes     int64     `json:"bytes"`
+	Chars     int64     `json:"chars"`
+	CreatedAt time.Time `json:"createdAt"`
+	Evicted   bool      `json:"evicted,omitempty"`
+	EvictedAt time.Time `json:"evictedAt,omitzero"`
+}
+
+// sourceRecord is the stored form of a source: its metadata, its place in
+// the eviction order and, while it is live, the byte offset of every
+// sourceIndexStride-th character, so a read seeks instead of scanning.
+type sourceRecord struct {
+	SourceMeta
+	Seq   uint64  `json:"seq"`
+	Index []int64 `json:"index,omitempty"`
+}
+
+var sourceIDPattern = regexp.MustCompile(`^src_[0-9a-f]{32}$`)
+
+// SourceStore keeps the original results of executed calls: each in its own
+// file under dir (named by its id), its metadata in sources/ of the
+// database. The files together stay under a cap by evicting the oldest.
+// It is safe for concurrent use.
+type SourceStore struct {
+	db  *DB
+	dir string
+	cap int64
+	now func() time.Time
+
+	// beforeRename, when set by tests, runs after a new source's temporary
+	// file is written and synced; an error aborts the Put there.
+	beforeRename func(tmp string) error
+
+	// mu guards the fields that follow and serialises the metadata
+	// updates of Put, so the total is exact.
+	mu sync.Mutex
+	// total is the bytes of all live sources.
+	total int64
+}
+
+// OpenSourceStore opens the retained sources kept in dir (created 0700)
+// and db. A capBytes of 0 or less means DefaultSourceCapBytes; now defaults
+// to time.Now. It finishes what an interrupted Put left: temporary files and
+// files without metadata are removed, and so are files of evicted sources.
+func OpenSourceStore(db *DB, dir string, capBytes int64, now func() time.Time) (*SourceStore, error) {
+	if capBytes <= 0 {
+		capBytes = DefaultSourceCapBytes
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the sources directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("restricting the sources directory: %w", err)
+	}
+	s := &SourceStore{db: db, dir: dir, cap: capBytes, now: now}
+	live := map[string]bool{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSources)
+		if b == nil {
+			return fmt.Errorf("database has no sources bucket: %w", contracts.ErrFailedPrecondition)
+		}
+		return b.Bucket(bucketSourceMeta).ForEach(func(k, v []byte) error {
+			var rec sourceRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("source %s has unreadable metadata: %w", k, err)
+			}
+			if !rec.Evicted {
+				live[rec.ID] = true
+				s.total += rec.Bytes
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading retained sources: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing the sources directory: %w", err)
+	}
+	for _, e := range entries {
+		if !live[e.Name()] {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("removing a leftover source file: %w", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Cap returns the cap on the bytes of all live sources.
+func (s *SourceStore) Cap() int64 { return s.cap }
+
+// UsedBytes returns the bytes of all live sources.
+func (s *SourceStore) UsedBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+// Put retains text, the exact (already redacted) JSON of one call's
+// result, and returns its metadata. The file is written to a temporary
+// name, synced and renamed, so a source either exists whole or not at all.
+// Then the oldest sources are evicted until the total is under the cap;
+// the new source is never evicted, even when it alone is over the cap.
+func (s *SourceStore) Put(server, tool string, text []byte) (SourceMeta, error) {
+	id, err := newSourceID()
+	if err != nil {
+		return SourceMeta{}, fmt.Errorf("retaining a result: %w", err)
+	}
+	rec := sourceRecord{SourceMeta: SourceMeta{
+		ID: id, Server: server, Tool: tool, Bytes: int64(len(text)),
+		CreatedAt: s.now().UTC(),
+	}}
+	rec.Chars, rec.Index = indexRunes(text)
+	path := filepath.Join(s.dir, id)
+	if err := s.writeFile(path, text); err != nil {
+		return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+	}
+
+	s.mu.Lock()
+	var evicted []string
+	var total int64
+	err = s.db.bolt.Update(func(tx *bolt.Tx) error {
+		evicted, total = nil, s.total+rec.Bytes
+		b := tx.Bucket(bucketSources)
+		meta, order := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder)
+		seq, err := order.NextSequence()
+		if err != nil {
+			return err
+		}
+		rec.Seq = seq
+		if err := putSource(meta, rec); err != nil {
+			return err
+		}
+		if err := order.Put(seqKey(seq), []byte(id)); err != nil {
+			return err
+		}
+		// Oldest first; collect before deleting, as bbolt cursors may
+		// skip entries after a delete.
+		var drop [][]byte
+		c := order.Cursor()
+		for k, v := c.First(); k != nil && total > s.cap && string(v) != id; k, v = c.Next() {
+			old, err := getSource(meta, v)
+			if err != nil {
+				return err
+			}
+			old.Evicted, old.EvictedAt, old.Index = true, s.now().UTC(), nil
+			if err := putSource(meta, old); err != nil {
+				return err
+			}
+			total -= old.Bytes
+			evicted = append(evicted, old.ID)
+			drop = append(drop, append([]byte(nil), k...))
+		}
+		for _, k := range drop {
+			if err := order.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.total = total
+	}
+	s.mu.Unlock()
+	if err != nil {
+		_ = os.Remove(path)
+		return SourceMeta{}, fmt.Errorf("recording a retained result of %s/%s: %w", server, tool, err)
+	}
+	// The tombstones are committed; a file left by a crash here is removed
+	// at the next open.
+	for _, old := range evicted {
+		_ = os.Remove(filepath.Join(s.dir, old))
+	}
+	return rec.SourceMeta, nil
+}
+
+// writeFile writes text to path through a synced temporary file in the same
+// directory, and syncs the directory after the rename.
+func (s *SourceStore) writeFile(path string, text []byte) (err error) {
+	f, err := os.CreateTemp(s.dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("creating a source file: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	// CreateTemp makes files 0600 already; say so for umask-proof clarity.
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("restricting a source file: %w", err)
+	}
+	if _, err := f.Write(text); err != nil {
+		return fmt.Errorf("writing a source file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing a source file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing a source file: %w", err)
+	}
+	if s.beforeRename != nil {
+		if err := s.beforeRename(tmp); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("naming a source file: %w", err)
+	}
+	if d, err := os.Open(s.dir); err == nil {
+		serr := d.Sync()
+		d.Close()
+		if serr != nil {
+			os.Remove(path)
+			return fmt.Errorf("syncing the sources directory: %w", serr)
+		}
+	}
+	return nil
+}
+
+// Meta returns a source's metadata, tombstones included.
+func (s *SourceStore) Meta(id string) (SourceMeta, error) {
+	rec, err := s.record(id)
+	return rec.SourceMeta, err
+}
+
+func (s *SourceStore) record(id string) (sourceRecord, error) {
+	var rec sourceRecord
+	found := false
+	if sourceIDPattern.MatchString(id) {
+		err := s.db.bolt.View(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketSources).Bucket(bucketSourceMeta).Get([]byte(id))
+			if v == nil {
+				return nil
+			}
+			found = true
+			return json.Unmarshal(v, &rec) // Unmarshal copies out of the page.
+		})
+		if err != nil {
+			return sourceRecord{}, fmt.Errorf("reading source %s: %w", id, err)
+		}
+	}
+	if !found {
+		return sourceRecord{}, contracts.Errorf(contracts.ErrNotFound, "unknown_source",
+			"no retained source %q: use the originalResultSourceId of a call result", clip(id, 80))
+	}
+	return rec, nil
+}
+
+// Read returns a window of source id: length characters (code points) of
+// its text from offset. A length of 0 means DefaultSourceReadChars; a
+// longer one than MaxSourceReadChars is shortened to it. An offset at or
+// past the end gives empty text and eof. Bytes that are not valid UTF-8
+// count as one character each. An evicted source is an error of class
+// ErrNotFound with reason source_evicted; an unknown one, unknown_source.
+func (s *SourceStore) Read(id string, offset, length int64) (contracts.SourceReadResult, error) {
+	if offset < 0 || length < 0 {
+		return contracts.SourceReadResult{}, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+			"offset and length must not be negative (offset %d, length %d)", offset, length)
+	}
+	switch {
+	case length == 0:
+		length = DefaultSourceReadChars
+	case length > MaxSourceReadChars:
+		length = MaxSourceReadChars
+	}
+	rec, err := s.record(id)
+	if err != nil {
+		return contracts.SourceReadResult{}, err
+	}
+	if rec.Evicted {
+		return contracts.SourceReadResult{}, contracts.Errorf(contracts.ErrNotFound, "source_evicted",
+			"source %s was evicted at %s to keep retained sources under their cap (%d bytes); its result is no longer available",
+			id, rec.EvictedAt.Format(time.RFC3339), s.cap)
+	}
+	res := contracts.SourceReadResult{SourceID: id, Offset: offset, Total: rec.Chars}
+	if offset >= rec.Chars {
+		res.EOF = true
+		return res, nil
+	}
+	length = min(length, rec.Chars-offset)
+	k := offset / sourceIndexStride
+	if k >= int64(len(rec.Index)) {
+		return contracts.SourceReadResult{}, damaged(id, "its character index is short")
+	}
+	skip := offset - k*sourceIndexStride
+	f, err := os.Open(filepath.Join(s.dir, id))
+	if err != nil {
+		return contracts.SourceReadResult{}, damaged(id, "its file cannot be opened")
+	}
+	defer f.Close()
+	// Every character is at most 4 bytes, so this holds the window.
+	start := rec.Index[k]
+	want := min((skip+length)*utf8.UTFMax, rec.Bytes-start)
+	buf := make([]byte, want)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return contracts.SourceReadResult{}, damaged(id, "its file cannot be read")
+	}
+	from, n := skipRunes(buf, 0, skip)
+	to, m := skipRunes(buf, from, length)
+	if n < skip || m < length {
+		return contracts.SourceReadResult{}, damaged(id, "its file is shorter than recorded")
+	}
+	res.Text = string(buf[from:to])
+	res.EOF = offset+length >= rec.Chars
+	return res, nil
+}
+
+func damaged(id, why string) error {
+	return contracts.Errorf(contracts.ErrInternal, "source_damaged", "retained source %s is damaged: %s", id, why)
+}
+
+// skipRunes advances over n characters of b from byte i, decoding as
+// indexRunes does. It returns the new offset and how many it passed (fewer
+// than n when b ends first).
+func skipRunes(b []byte, i int, n int64) (int, int64) {
+	var done int64
+	for done < n && i < len(b) {
+		if b[i] < utf8.RuneSelf {
+			i++
+		} else {
+			_, size := utf8.DecodeRune(b[i:])
+			i += size
+		}
+		done++
+	}
+	return i, done
+}
+
+// indexRunes counts the characters of text and records the byte offset of
+// every sourceIndexStride-th one.
+func indexRunes(text []byte) (int64, []int64) {
+	var n int64
+	var index []int64
+	for i := 0; i < len(text); {
+		if n%sourceIndexStride == 0 {
+			index = append(index, int64(i))
+		}
+		if text[i] < utf8.RuneSelf {
+			i++
+		} else {
+			_, size := utf8.DecodeRune(text[i:])
+			i += size
+		}
+		n++
+	}
+	return n, index
+}
+
+func newSourceID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making a source id: %w", err)
+	}
+	return "src_" + hex.EncodeToString(b[:]), nil
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+func putSource(meta *bolt.Bucket, rec sourceRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return meta.Put([]byte(rec.ID), v)
+}
+
+func getSource(meta *bolt.Bucket, id []byte) (sourceRecord, error) {
+	var rec sourceRecord
+	v := meta.Get(id)
+	if v == nil {
+		return rec, fmt.Errorf("source %s is in the eviction order but has no metadata: %w", id, contracts.ErrFailedPrecondition)
+	}
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return rec, fmt.Errorf("source %s has unreadable metadata: %w", id, err)
+	}
+	return rec, nil
+}
