@@ -107,6 +107,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if _, err := mcpclient.CleanRunDir(runDir, func(string) bool { return false }); err != nil {
 		log.Warn().Err(err).Msg("removing disposable server homes left by a previous daemon")
 	}
+	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now)
+	if err != nil {
+		return fmt.Errorf("opening the action ledger: %w", err)
+	}
+	defer func() {
+		if err := ledger.Close(); err != nil {
+			log.Error().Err(err).Msg("closing the action ledger")
+		}
+	}()
+	sources, err := approvals.OpenSourceStore(db, filepath.Join(cfg.StateDir, "sources"), approvals.DefaultSourceCapBytes, time.Now)
+	if err != nil {
+		return fmt.Errorf("opening the retained results: %w", err)
+	}
+	d.ledger, d.sources = ledger, sources
+	d.redactor = approvals.NewSecrets()
+
 	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
 		Log:           log.With().Str("component", "mcp").Logger(),
 		RunDir:        runDir,
@@ -139,8 +155,13 @@ type daemon struct {
 	cfg     Config
 	db      *approvals.DB
 	sup     *mcpclient.Supervisor
-	log     zerolog.Logger
-	started time.Time
+	ledger  *approvals.Ledger
+	sources *approvals.SourceStore
+	// redactor removes known credential values from everything that
+	// leaves the daemon or is stored; the vault feeds it.
+	redactor approvals.Redactor
+	log      zerolog.Logger
+	started  time.Time
 
 	// mu guards the fields that follow, and serialises configures.
 	mu       sync.Mutex

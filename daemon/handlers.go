@@ -16,14 +16,19 @@ import (
 // registered: the ones not served yet answer ErrNotImplemented.
 func (d *daemon) register(srv *rpc.Server) {
 	served := map[string]rpc.HandlerFunc{
-		contracts.MethodHello:         d.hello,
-		contracts.MethodConfigure:     d.configure,
-		contracts.MethodSettings:      d.getSettings,
-		contracts.MethodMCPStatus:     d.status,
-		contracts.MethodMCPConnect:    d.connect,
-		contracts.MethodMCPDisconnect: d.disconnect,
-		contracts.MethodMCPPing:       d.ping,
-		contracts.MethodMCPCatalog:    d.catalog,
+		contracts.MethodHello:             d.hello,
+		contracts.MethodConfigure:         d.configure,
+		contracts.MethodSettings:          d.getSettings,
+		contracts.MethodMCPStatus:         d.status,
+		contracts.MethodMCPConnect:        d.connect,
+		contracts.MethodMCPDisconnect:     d.disconnect,
+		contracts.MethodMCPPing:           d.ping,
+		contracts.MethodMCPCatalog:        d.catalog,
+		contracts.MethodMCPCall:           d.call,
+		contracts.MethodMCPActionsList:    d.actionsList,
+		contracts.MethodMCPActionsReview:  d.actionsReview,
+		contracts.MethodMCPActionsApprove: d.actionsApprove,
+		contracts.MethodSourceRead:        d.sourceRead,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]

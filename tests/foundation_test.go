@@ -367,7 +367,9 @@ func TestHostileFrames(t *testing.T) {
 
 	t.Run("not implemented", func(t *testing.T) {
 		served := []string{contracts.MethodHello, contracts.MethodConfigure, contracts.MethodSettings, contracts.MethodMCPStatus,
-			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog}
+			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog,
+			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
+			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead}
 		c := d.client(t)
 		for _, m := range contracts.Methods {
 			if slices.Contains(served, m) {

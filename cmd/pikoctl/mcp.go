@@ -18,6 +18,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp := groupCmd("mcp", "Configure MCP servers and show their state")
 	mcp.AddCommand(a.newMCPConfigureCmd(), a.newMCPConfigCmd(), a.newMCPStatusCmd())
 	mcp.AddCommand(a.newConnectionCmds()...)
+	mcp.AddCommand(a.newCallCmds()...)
 	return mcp
 }
 

@@ -172,6 +172,11 @@ func (a *app) report(err error, cmdPath string) int {
 		return exitUsage
 	}
 
+	var se *statusExit
+	if errors.As(err, &se) {
+		return se.code
+	}
+
 	var ce *contracts.Error
 	if errors.As(err, &ce) {
 		if a.jsonOut {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -82,6 +83,10 @@ func run(args []string, stderr io.Writer) int {
 	console := zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
 	log := zerolog.New(zerolog.MultiLevelWriter(logFile, console)).Level(level).With().Timestamp().
 		Str("instance", instance).Logger()
+
+	// Libraries that log through slog (mcp-go's transports) go to the same
+	// log, marked as theirs.
+	slog.SetDefault(slog.New(zerolog.NewSlogHandler(log.With().Str("component", "sdk").Logger())))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Exit codes of calls that did not complete.
+const (
+	exitApprovalRequired = 4
+	exitUncertain        = 5
+)
+
+// statusExit is a call outcome that is reported by its exit code; the
+// result was already printed.
+type statusExit struct {
+	code int
+	msg  string
+}
+
+func (e *statusExit) Error() string { return e.msg }
+
+func (a *app) newCallCmds() []*cobra.Command {
+	return []*cobra.Command{a.newCallCmd(), a.newActionsCmd(), a.newReviewCmd(), a.newApproveCmd(), a.newRejectCmd(), a.newSourceCmd()}
+}
+
+func (a *app) newCallCmd() *cobra.Command {
+	var byName bool
+	cmd := &cobra.Command{
+		Use:   "call SERVER TOOL | call --name MODEL_NAME",
+		Short: "Call a tool; JSON arguments on stdin",
+		Long: `call sends one tool call. Arguments are a JSON object read from stdin (none
+when stdin is a terminal). A tool in readOnlyTools or autonomousTools runs at
+once; any other tool becomes a prepared action for 'pikoctl mcp approve'.
+
+Exit status: 0 completed, 1 failed (the tool reported an error, or the call
+was refused), 4 approval required (nothing was sent), 5 uncertain (the call
+may have had an effect: check the server before trying again).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if byName {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			params := contracts.CallParams{}
+			if byName {
+				params.Name = args[0]
+			} else {
+				params.Server, params.Tool = args[0], args[1]
+			}
+			if !a.stdinIsTerminal() {
+				in, err := readInput(a.stdin, "stdin")
+				if err != nil {
+					return err
+				}
+				if len(strings.TrimSpace(string(in))) > 0 {
+					obj, err := jsonObject(in, "the arguments")
+					if err != nil {
+						return err
+					}
+					params.Arguments = obj
+				}
+			}
+			return a.runCall(cmd.Context(), contracts.MethodMCPCall, params)
+		},
+	}
+	cmd.Flags().BoolVar(&byName, "name", false, "name the tool by its model-facing name (mcp_SERVER_TOOL)")
+	return cmd
+}
+
+// runCall makes a call-shaped request (call or approve), shows progress on
+// a terminal, prints the result and maps its status to the exit code.
+func (a *app) runCall(ctx context.Context, method string, params any) error {
+	c, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	bar := a.progressBar()
+	c.OnNotification(func(m string, raw json.RawMessage) {
+		if m != contracts.NotifyMCPProgress || bar == nil {
+			return
+		}
+		var p contracts.ProgressParams
+		if json.Unmarshal(raw, &p) == nil {
+			bar.update(p)
+		}
+	})
+	var raw json.RawMessage
+	err = c.Call(ctx, method, params, &raw)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	var res contracts.CallResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decoding the %s result: %w", method, err)
+	}
+	if a.jsonOut {
+		if err := printRaw(a.stdout, raw); err != nil {
+			return err
+		}
+	} else {
+		writeCallResult(&errWriter{w: a.stdout}, &res)
+	}
+	switch res.Status {
+	case contracts.CallCompleted, contracts.ActionRejected:
+		return nil
+	case contracts.CallApprovalRequired:
+		return &statusExit{code: exitApprovalRequired, msg: "approval required: nothing was sent"}
+	case contracts.CallUncertain:
+		return &statusExit{code: exitUncertain, msg: "the outcome is uncertain: check the server before trying again"}
+	}
+	return &statusExit{code: exitFailure, msg: "the call failed"}
+}
+
+func writeCallResult(w *errWriter, r *contracts.CallResult) {
+	if r.Status == contracts.CallApprovalRequired {
+		fmt.Fprintf(w, "approval required: %s on %s was prepared as action %s (nothing was sent)\n", clean(r.Tool), clean(r.Server), clean(r.ActionID))
+		fmt.Fprintf(w, "  expires: %s\n  review:  pikoctl mcp review %s\n  approve: pikoctl mcp approve %s\n", clean(r.ExpiresAt), clean(r.ActionID), clean(r.ActionID))
+		return
+	}
+	if r.Status == contracts.ActionRejected {
+		fmt.Fprintf(w, "rejected action %s (%s on %s); nothing was sent\n", clean(r.ActionID), clean(r.Tool), clean(r.Server))
+		return
+	}
+	var blocks []map[string]any
+	_ = json.Unmarshal(r.Content, &blocks)
+	for _, b := range blocks {
+		switch b["type"] {
+		case "text":
+			s, _ := b["text"].(string)
+			fmt.Fprintln(w, cleanLines(s))
+		default:
+			mime, _ := b["mimeType"].(string)
+			data, _ := b["data"].(string)
+			fmt.Fprintf(w, "[%s %s, %d bytes of base64]\n", clean(fmt.Sprint(b["type"])), clean(mime), len(data))
+		}
+	}
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		fmt.Fprintf(w, "structured: %s\n", clean(string(r.StructuredContent)))
+	}
+	if r.OutputSchemaError != "" {
+		fmt.Fprintf(w, "warning: structuredContent does not match the tool's outputSchema: %s\n", clean(r.OutputSchemaError))
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "error: %s\n", cleanLines(r.Error.Message))
+		if r.Error.Data != nil && r.Error.Data.Upstream != nil {
+			fmt.Fprintf(w, "upstream error %d: %s\n", r.Error.Data.Upstream.Code, clean(r.Error.Data.Upstream.Message))
+		}
+	}
+	line := "status: " + clean(r.Status)
+	if r.IsError {
+		line += " (the tool reported an error)"
+	}
+	if r.ReceiptID != "" {
+		line += ", receipt " + clean(r.ReceiptID) + " (" + clean(r.ReceiptKind) + ")"
+	}
+	fmt.Fprintln(w, line)
+	if r.Truncated {
+		fmt.Fprintf(w, "truncated: the whole result is source %s: pikoctl mcp source %s\n", clean(r.OriginalResultSourceID), clean(r.OriginalResultSourceID))
+	}
+	if r.Status == contracts.CallUncertain {
+		fmt.Fprintln(w, "uncertain: the server may have acted on this call; check it before trying again (pikod will not resend it)")
+	}
+}
+
+// progress draws a one-line progress bar on stderr when stderr is a
+// terminal.
+type progress struct {
+	w     io.Writer
+	last  time.Time
+	shown bool
+}
+
+func (a *app) progressBar() *progress {
+	f, ok := a.stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return &progress{w: f}
+}
+
+func (p *progress) update(pp contracts.ProgressParams) {
+	if p == nil || time.Since(p.last) < 50*time.Millisecond {
+		return
+	}
+	p.last, p.shown = time.Now(), true
+	msg := truncate(clean(pp.Message), 40)
+	if pp.Total > 0 {
+		frac := pp.Progress / pp.Total
+		if frac > 1 {
+			frac = 1
+		}
+		n := int(frac * 30)
+		fmt.Fprintf(p.w, "\r\x1b[K[%s%s] %3.0f%% %s", strings.Repeat("#", n), strings.Repeat(".", 30-n), frac*100, msg)
+		return
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%v %s", pp.Progress, msg)
+}
+
+func (p *progress) done() {
+	if p != nil && p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}
+
+func (a *app) newActionsCmd() *cobra.Command {
+	var state string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "actions",
+		Short: "List prepared and past actions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodMCPActionsList, contracts.ActionsListParams{State: state, Limit: limit}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.ActionsListResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the actions list: %w", err)
+			}
+			w := &errWriter{w: a.stdout}
+			if len(res.Actions) == 0 {
+				fmt.Fprintln(w, "no actions")
+				return w.err
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCREATED\tADVICE")
+			for _, x := range res.Actions {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(x.State), cell(x.Server), cell(truncate(x.Tool, 30)),
+					cell(x.CreatedAt), cell(truncate(clean(x.Advice), 70)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return w.err
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only actions in this state (prepared, uncertain, ...)")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many")
+	return cmd
+}
+
+func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &raw); err != nil {
+		return nil, nil, err
+	}
+	var r contracts.ActionReview
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, nil, fmt.Errorf("decoding the review: %w", err)
+	}
+	return &r, raw, nil
+}
+
+// writeReview shows exactly what approving would send. The daemon already
+// made every string visible-safe; clean() is a second guard.
+func writeReview(w *errWriter, r *contracts.ActionReview) {
+	fmt.Fprintf(w, "action:    %s (%s)\n", clean(r.ID), clean(r.State))
+	fmt.Fprintf(w, "server:    %s\n", clean(r.Server))
+	fmt.Fprintf(w, "tool:      %s\n", clean(r.ToolName))
+	if r.ToolDescription != "" {
+		fmt.Fprintf(w, "described: %s\n", cleanLines(r.ToolDescription))
+	}
+	fmt.Fprintf(w, "created:   %s\nexpires:   %s\n", clean(r.CreatedAt), clean(r.ExpiresAt))
+	fmt.Fprintln(w, "arguments (sent exactly as shown):")
+	for _, line := range strings.Split(r.ArgumentsText, "\n") {
+		fmt.Fprintf(w, "  %s\n", clean(line))
+	}
+	fmt.Fprintf(w, "bound to:  settings %s, connection %d, credentials %d, tool definition %s\n",
+		short(r.Fingerprints.Settings), r.Fingerprints.ConnectionGeneration, r.Fingerprints.CredentialGeneration, short(r.Fingerprints.Tool))
+	fmt.Fprintf(w, "digest:    %s\n", clean(r.Digest))
+	if r.Reason != "" {
+		fmt.Fprintf(w, "reason:    %s\n", clean(r.Reason))
+	}
+	if r.Advice != "" {
+		fmt.Fprintf(w, "advice:    %s\n", clean(r.Advice))
+	}
+}
+
+func short(s string) string { return truncate(clean(s), 12) }
+
+func (a *app) newReviewCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "review ACTION",
+		Short: "Show exactly what approving an action would send",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, raw, err := a.review(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			w := &errWriter{w: a.stdout}
+			writeReview(w, r)
+			return w.err
+		},
+	}
+}
+
+func (a *app) newApproveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "approve ACTION",
+		Short: "Review an action and, if you answer yes at the terminal, execute it",
+		Long: `approve shows the action and asks for confirmation on the terminal; the
+default answer is no. It needs an interactive terminal (the daemon checks too),
+so scripts and agents cannot approve. The call then runs once, with an
+mcp_approved receipt; exit status as for 'pikoctl mcp call'.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !a.stdinIsTerminal() {
+				return contracts.WithHint(errors.New("approving needs an interactive terminal: stdin is not one"),
+					"run 'pikoctl mcp approve "+args[0]+"' yourself in a terminal")
+			}
+			r, _, err := a.review(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			w := &errWriter{w: a.stderr}
+			writeReview(w, r)
+			if r.State != contracts.ActionPrepared {
+				return fmt.Errorf("action %s is %s and cannot be approved", clean(r.ID), clean(r.State))
+			}
+			fmt.Fprintf(a.stderr, "\nApprove this call of %s on %s? [y/N] ", clean(r.ToolName), clean(r.Server))
+			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+			switch strings.ToLower(strings.TrimSpace(answer)) {
+			case "y", "yes":
+			default:
+				fmt.Fprintln(a.stderr, "not approved: nothing was sent (the action stays prepared until it expires or is rejected)")
+				return &statusExit{code: exitFailure, msg: "not approved"}
+			}
+			return a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove,
+				contracts.ApproveParams{ActionID: r.ID, Digest: r.Digest, Decision: contracts.DecisionApprove})
+		},
+	}
+}
+
+func (a *app) newRejectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reject ACTION",
+		Short: "Reject a prepared action (nothing is sent)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, _, err := a.review(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove,
+				contracts.ApproveParams{ActionID: r.ID, Digest: r.Digest, Decision: contracts.DecisionReject})
+		},
+	}
+}
+
+func (a *app) newSourceCmd() *cobra.Command {
+	var offset, length int64
+	cmd := &cobra.Command{
+		Use:   "source SOURCE_ID",
+		Short: "Print a retained original result (all of it, or one window)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			all := length == 0
+			for {
+				var res contracts.SourceReadResult
+				if err := c.Call(cmd.Context(), contracts.MethodSourceRead,
+					contracts.SourceReadParams{SourceID: args[0], Offset: offset, Length: length}, &res); err != nil {
+					return err
+				}
+				if a.jsonOut {
+					b, _ := json.Marshal(res)
+					fmt.Fprintf(a.stdout, "%s\n", b)
+				} else if _, err := io.WriteString(a.stdout, res.Text); err != nil {
+					return err
+				}
+				if !all || res.EOF || res.Text == "" {
+					if !a.jsonOut {
+						fmt.Fprintln(a.stdout)
+					}
+					return nil
+				}
+				offset += int64(len([]rune(res.Text)))
+			}
+		},
+	}
+	cmd.Flags().Int64Var(&offset, "offset", 0, "first character")
+	cmd.Flags().Int64Var(&length, "length", 0, "characters to read (0: everything, in windows)")
+	return cmd
+}

@@ -1,0 +1,333 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pikod/pikod/approvals"
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient"
+	"github.com/pikod/pikod/rpc"
+)
+
+// call serves extensions.mcp.call: it resolves the tool, canonicalises and
+// validates the arguments, then executes the call when a grant allows it
+// or prepares an action for the owner.
+func (d *daemon) call(ctx context.Context, req *rpc.Request) (any, error) {
+	var p contracts.CallParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	server, tool, err := d.resolveTool(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	args, err := mcpclient.CanonicalArguments(p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.sup.Schemas().Validate(tool.InputSchema, args); err != nil {
+		return nil, fmt.Errorf("arguments for %s on %q: %w", tool.OriginalName, server, err)
+	}
+	switch tool.Grant {
+	case contracts.GrantNotSelected:
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
+				"tool %q of server %q is not selected for execution", tool.OriginalName, server),
+			`add it to the server's "tools" in the settings to allow calls`)
+	case contracts.GrantRead:
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args})
+	case contracts.GrantAutonomous:
+		fp, err := d.fingerprints(ctx, server, tool.OriginalName)
+		if err != nil {
+			return nil, err
+		}
+		a, err := d.ledger.BeginDirect(contracts.ReceiptAutonomous, server, tool.OriginalName, args, fp)
+		if err != nil {
+			return nil, err
+		}
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID})
+	}
+	fp, err := d.fingerprints(ctx, server, tool.OriginalName)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.ledger.Prepare(server, tool.OriginalName, args, tool.Description, fp)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info().Str("action", a.ID).Str("server", server).Str("tool", tool.OriginalName).Msg("action prepared")
+	return contracts.CallResult{
+		Status: contracts.CallApprovalRequired, Server: server, Tool: tool.OriginalName,
+		ActionID: a.ID, Digest: a.Digest, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339),
+	}, nil
+}
+
+// resolveTool finds the tool a call names, by server and original name or
+// by model-facing name.
+func (d *daemon) resolveTool(ctx context.Context, p contracts.CallParams) (string, contracts.CatalogTool, error) {
+	switch {
+	case p.Name != "" && (p.Server != "" || p.Tool != ""):
+		return "", contracts.CatalogTool{}, contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_tool",
+			`name a tool either by "name" (model-facing) or by "server" and "tool", not both`)
+	case p.Name != "":
+		return d.sup.ToolByModelName(ctx, p.Name)
+	case p.Server == "" || p.Tool == "":
+		return "", contracts.CatalogTool{}, contracts.Errorf(contracts.ErrInvalidArgument, "missing_tool",
+			`missing "server" and "tool" (or "name"): say which tool to call`)
+	}
+	t, err := d.sup.Tool(ctx, p.Server, p.Tool)
+	return p.Server, t, err
+}
+
+// fingerprints captures what an approval is bound to, now.
+func (d *daemon) fingerprints(ctx context.Context, server, tool string) (contracts.Fingerprints, error) {
+	cfg, ok := d.serverSettings(server)
+	if !ok {
+		return contracts.Fingerprints{}, contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", server)
+	}
+	t, err := d.sup.Tool(ctx, server, tool)
+	if err != nil {
+		return contracts.Fingerprints{}, err
+	}
+	return contracts.Fingerprints{
+		Settings:             cfg.Digest(),
+		CredentialGeneration: 0, // the vault bumps it once credentials exist
+		ConnectionGeneration: d.sup.Generation(server),
+		Tool:                 t.Digest,
+	}, nil
+}
+
+func (d *daemon) serverSettings(id string) (contracts.ServerSettings, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.settings.Servers {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return contracts.ServerSettings{}, false
+}
+
+// execution is one call about to be sent.
+type execution struct {
+	kind     string // receipt kind
+	server   string
+	tool     string
+	args     []byte
+	actionID string // ledger action of approved and autonomous calls
+}
+
+// execute sends the call, retains the original result, and answers with a
+// bounded preview and a receipt. It never retries.
+func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (contracts.CallResult, error) {
+	res := contracts.CallResult{Server: ex.server, Tool: ex.tool, ReceiptKind: ex.kind}
+	progress := func(pp contracts.ProgressParams) {
+		pp.RequestID = req.ID
+		_ = req.Notify(contracts.NotifyMCPProgress, pp)
+	}
+	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args, Progress: progress})
+	state, reason := contracts.ActionCompleted, ""
+	switch {
+	case err != nil && errors.Is(err, contracts.ErrOutcomeUnknown):
+		res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
+		res.Error = d.redactError(err)
+		reason = res.Error.Message
+	case err != nil:
+		// The server's own error answer, or a failure before anything was
+		// sent (not connected, unknown tool): a definite failure.
+		res.Status, state = contracts.CallFailed, contracts.ActionFailed
+		res.Error = d.redactError(err)
+		reason = res.Error.Message
+	default:
+		text := d.redact(out.Result)
+		meta, perr := d.sources.Put(ex.server, ex.tool, text)
+		if perr != nil {
+			d.log.Error().Err(perr).Str("server", ex.server).Msg("retaining a call result")
+			res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
+			res.Error = contracts.ToError(fmt.Errorf("the call was answered but its result could not be retained: %w", perr))
+			reason = res.Error.Message
+			break
+		}
+		res.OriginalResultSourceID = meta.ID
+		content, structured, isError, truncated, perr := approvals.Preview(text, approvals.PreviewLimits{})
+		if perr != nil {
+			res.Status, state = contracts.CallFailed, contracts.ActionFailed
+			res.Error = contracts.ToError(fmt.Errorf("the server's result is not a tool result (%v): read it with source.read: %w", perr, contracts.ErrUpstream))
+			reason = res.Error.Message
+			break
+		}
+		res.Content, res.StructuredContent, res.IsError, res.Truncated = content, structured, isError, truncated
+		res.OutputSchemaError = out.OutputSchemaError
+		res.Status = contracts.CallCompleted
+		if isError {
+			res.Status, state = contracts.CallFailed, contracts.ActionFailed
+			reason = "the tool reported an error (isError)"
+		}
+	}
+	rec := approvals.Receipt{
+		Kind: ex.kind, Server: ex.server, Tool: ex.tool, ArgumentsDigest: digestOf(ex.args),
+		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID,
+	}
+	if res.Error != nil {
+		rec.Error = res.Error.Message
+	}
+	if ex.kind == contracts.ReceiptRead {
+		rec = d.ledger.AddReceiptAsync(rec)
+	} else {
+		var rerr error
+		if rec, rerr = d.ledger.AddReceipt(rec); rerr != nil {
+			d.log.Error().Err(rerr).Msg("writing a receipt")
+		}
+	}
+	res.ReceiptID = rec.ID
+	if ex.actionID != "" {
+		if _, ferr := d.ledger.Finish(ex.actionID, state, reason, rec.ID, res.OriginalResultSourceID); ferr != nil {
+			d.log.Error().Err(ferr).Str("action", ex.actionID).Msg("recording the end of a call")
+		}
+	}
+	d.log.Info().Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).
+		Str("receipt", rec.ID).Str("action", ex.actionID).Msg("call")
+	return res, nil
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// redact removes known credential values from bytes leaving the daemon.
+func (d *daemon) redact(b []byte) []byte {
+	if d.redactor == nil {
+		return b
+	}
+	return d.redactor.Redact(b)
+}
+
+func (d *daemon) redactError(err error) *contracts.Error {
+	e := *contracts.ToError(err)
+	e.Message = string(d.redact([]byte(e.Message)))
+	if e.Data != nil {
+		data := *e.Data
+		if data.Upstream != nil {
+			u := *data.Upstream
+			u.Message = string(d.redact([]byte(u.Message)))
+			data.Upstream = &u
+		}
+		e.Data = &data
+	}
+	return &e
+}
+
+// actionsList serves extensions.mcp.actions.list.
+func (d *daemon) actionsList(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.ActionsListParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.Limit <= 0 || p.Limit > 1000 {
+		p.Limit = 100
+	}
+	list, err := d.ledger.List(p.State, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := contracts.ActionsListResult{Actions: make([]contracts.ActionSummary, 0, len(list))}
+	for _, a := range list {
+		out.Actions = append(out.Actions, a.Summary())
+	}
+	return out, nil
+}
+
+func decodeAction(req *rpc.Request) (string, error) {
+	var p contracts.ActionParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return "", err
+	}
+	if p.ActionID == "" {
+		return "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_action", `missing "actionId"`)
+	}
+	return p.ActionID, nil
+}
+
+// actionsReview serves extensions.mcp.actions.review: exactly what
+// approving would send, safe to show.
+func (d *daemon) actionsReview(_ context.Context, req *rpc.Request) (any, error) {
+	id, err := decodeAction(req)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.ledger.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return approvals.Review(a), nil
+}
+
+// actionsApprove serves extensions.mcp.actions.approve. Approving needs a
+// person at a terminal; rejecting does not.
+func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (any, error) {
+	var p contracts.ApproveParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.ActionID == "" || p.Digest == "" {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_action",
+			`missing "actionId" or "digest": quote the digest shown by actions.review`)
+	}
+	switch p.Decision {
+	case contracts.DecisionReject:
+		a, err := d.ledger.Reject(p.ActionID, p.Digest)
+		if err != nil {
+			return nil, err
+		}
+		d.log.Info().Str("action", a.ID).Msg("action rejected")
+		return contracts.CallResult{Status: contracts.ActionRejected, Server: a.Server, Tool: a.Tool, ActionID: a.ID, Digest: a.Digest}, nil
+	case contracts.DecisionApprove:
+	default:
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_decision", `"decision" must be "approve" or "reject"`)
+	}
+	if ok, err := req.Peer.HasTerminal(); err != nil || !ok {
+		d.log.Warn().Int("peer_pid", req.Peer.PID).Str("action", p.ActionID).Msg("approval refused: caller has no terminal")
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrPermissionDenied, "terminal_required",
+				"approving needs the owner at an interactive terminal; this caller has none"),
+			"run 'pikoctl mcp approve "+p.ActionID+"' in a terminal")
+	}
+	a, err := d.ledger.Get(p.ActionID)
+	if err != nil {
+		return nil, err
+	}
+	current, err := d.fingerprints(ctx, a.Server, a.Tool)
+	if err != nil {
+		// The tool or server is gone: the action cannot be what was reviewed.
+		current = contracts.Fingerprints{}
+	}
+	if a, err = d.ledger.Approve(p.ActionID, p.Digest, current); err != nil {
+		return nil, err
+	}
+	if a, err = d.ledger.MarkDispatched(a.ID); err != nil {
+		return nil, err
+	}
+	d.log.Info().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).Msg("action approved; dispatching")
+	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments, actionID: a.ID})
+}
+
+// sourceRead serves source.read.
+func (d *daemon) sourceRead(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.SourceReadParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.SourceID == "" {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_source", `missing "sourceId"`)
+	}
+	if p.Offset < 0 || p.Length < 0 {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
+	}
+	return d.sources.Read(p.SourceID, p.Offset, p.Length)
+}
