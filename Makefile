@@ -14,7 +14,7 @@ export DBUS_SESSION_BUS_ADDRESS ?= disabled:
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build bin/pikod and bin/pikoctl
@@ -25,9 +25,25 @@ build: ## build bin/pikod and bin/pikoctl
 run: build ## build and run pikod in the foreground on the default instance
 	$(BIN)/pikod $(ARGS)
 
+# The interop tests run the official MCP reference servers, pinned in
+# $(INTEROP)/package-lock.json. PIKO_SKIP_INTEROP=1 skips both the install
+# and the tests (for machines without node).
+INTEROP := tests/interop
+INTEROP_STAMP := $(INTEROP)/node_modules/.package-lock.json
+
 .PHONY: test
-test: ## run the whole test suite with the race detector
+test: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) ## run the whole test suite with the race detector
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+.PHONY: interop-deps
+interop-deps: $(INTEROP_STAMP) ## install the pinned npm MCP servers the interop tests run
+
+# npm ci writes node_modules/.package-lock.json; it is older than the
+# manifests when they changed since the last install.
+$(INTEROP_STAMP): $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	@command -v npm >/dev/null || { echo "interop-deps: npm not found: install node and npm (Debian: apt-get install nodejs npm), or set PIKO_SKIP_INTEROP=1" >&2; exit 1; }
+	npm ci --prefix $(INTEROP) --no-audit --no-fund
+	@touch $@
 
 .PHONY: check
 check: ## gofmt, go vet and staticcheck

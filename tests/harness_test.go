@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +32,10 @@ var (
 	binDir     string
 	pikodBin   string
 	pikoctlBin string
+	// fixtureBin is the MCP fixture server (tests/fixtures/mcpfixture),
+	// built without -race: it is a peer, not the code under test, and the
+	// race runtime would slow every one of its exits.
+	fixtureBin string
 )
 
 const (
@@ -63,11 +69,20 @@ func runMain(m *testing.M) int {
 	binDir = dir
 	pikodBin = filepath.Join(dir, "pikod")
 	pikoctlBin = filepath.Join(dir, "pikoctl")
-	for _, b := range []struct{ out, pkg string }{
-		{pikodBin, "./cmd/pikod"},
-		{pikoctlBin, "./cmd/pikoctl"},
+	fixtureBin = filepath.Join(dir, "mcpfixture")
+	for _, b := range []struct {
+		out, pkg string
+		race     bool
+	}{
+		{pikodBin, "./cmd/pikod", true},
+		{pikoctlBin, "./cmd/pikoctl", true},
+		{fixtureBin, "./tests/fixtures/mcpfixture", false},
 	} {
-		cmd := exec.Command("go", "build", "-race", "-o", b.out, b.pkg)
+		args := []string{"build", "-o", b.out, b.pkg}
+		if b.race {
+			args = []string{"build", "-race", "-o", b.out, b.pkg}
+		}
+		cmd := exec.Command("go", args...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "tests: building %s: %v\n%s", b.pkg, err, out)
@@ -186,6 +201,20 @@ func withSocket(path string) option {
 // withStateDir sets the state directory.
 func withStateDir(dir string) option {
 	return func(d *daemon) { d.stateDir = dir }
+}
+
+// withEnv adds KEY=VALUE entries to the daemon's environment, replacing
+// an entry of the same name.
+func withEnv(kv ...string) option {
+	return func(d *daemon) {
+		for _, e := range kv {
+			name, _, _ := strings.Cut(e, "=")
+			d.env = slices.DeleteFunc(d.env, func(old string) bool {
+				return strings.HasPrefix(old, name+"=")
+			})
+			d.env = append(d.env, e)
+		}
+	}
 }
 
 // minimalEnv is the environment every spawned process gets: no session
@@ -527,4 +556,307 @@ func canonJSON(t testing.TB, b []byte) string {
 		t.Fatalf("encoding JSON: %v", err)
 	}
 	return string(out)
+}
+
+// The helpers below serve the connection suites: settings and status over
+// the socket, the daemon's log, fixture servers run by the test itself,
+// and a view of processes through /proc.
+
+// waitTimeout bounds every poll for a state the daemon reaches by itself.
+const waitTimeout = 20 * time.Second
+
+// configureMCP saves mcp settings and returns the result.
+func configureMCP(t testing.TB, d *daemon, settings string) contracts.ConfigureResult {
+	t.Helper()
+	var res contracts.ConfigureResult
+	d.callInto(t, contracts.MethodConfigure, map[string]any{"extension": "mcp", "settings": json.RawMessage(settings)}, &res)
+	return res
+}
+
+// serverStatus returns one server's status.
+func serverStatus(t testing.TB, d *daemon, id string) contracts.ServerStatus {
+	t.Helper()
+	var res contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{Server: id}, &res)
+	if len(res.Servers) != 1 || res.Servers[0].ID != id {
+		t.Fatalf("status of %q answered %+v", id, res.Servers)
+	}
+	return res.Servers[0]
+}
+
+// waitServer polls a server's status until ok accepts it, and fails the
+// test after waitTimeout.
+func waitServer(t testing.TB, d *daemon, id, what string, ok func(contracts.ServerStatus) bool) contracts.ServerStatus {
+	t.Helper()
+	var st contracts.ServerStatus
+	poll(t, "server "+id+" "+what, func() bool {
+		st = serverStatus(t, d, id)
+		return ok(st)
+	}, func() string { return fmt.Sprintf("last status %+v", st) })
+	return st
+}
+
+// poll calls cond with backoff until it is true; after waitTimeout it
+// fails the test with what and last().
+func poll(t testing.TB, what string, cond func() bool, last func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	backoff := 5 * time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := ""
+			if last != nil {
+				msg = last()
+			}
+			t.Fatalf("timed out after %v waiting for %s; %s", waitTimeout, what, msg)
+		}
+		time.Sleep(backoff)
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// logPath is the daemon's JSON log file.
+func (d *daemon) logPath() string { return filepath.Join(d.stateDir, "pikod.log") }
+
+// logLines returns the lines of the daemon's JSON log that contain every
+// one of parts.
+func (d *daemon) logLines(t testing.TB, parts ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(d.logPath())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("reading the daemon log: %v", err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		match := line != ""
+		for _, p := range parts {
+			match = match && strings.Contains(line, p)
+		}
+		if match {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// waitLog waits until the daemon log has a line containing every part.
+func (d *daemon) waitLog(t testing.TB, parts ...string) string {
+	t.Helper()
+	var lines []string
+	poll(t, fmt.Sprintf("a daemon log line with %q", parts), func() bool {
+		lines = d.logLines(t, parts...)
+		return len(lines) > 0
+	}, nil)
+	return lines[0]
+}
+
+// fixtureServer is an HTTP or SSE fixture the test runs itself.
+type fixtureServer struct {
+	cmd *exec.Cmd
+	// url is the endpoint the fixture announced (http://HOST:PORT/mcp or
+	// /sse).
+	url string
+	// hostPort is HOST:PORT of url.
+	hostPort string
+	// acceptLog is the file the fixture appends a line to per accepted
+	// connection.
+	acceptLog string
+	stderr    syncBuffer
+}
+
+// startFixtureServer runs the fixture with --transport and --listen set
+// from transport and listen, plus args and an accept log, and waits for
+// its LISTENING line. It is stopped at the end of the test.
+func startFixtureServer(t testing.TB, transport, listen string, args ...string) *fixtureServer {
+	t.Helper()
+	f := &fixtureServer{acceptLog: filepath.Join(t.TempDir(), "accept.log")}
+	all := append([]string{"--transport", transport, "--listen", listen, "--accept-log", f.acceptLog}, args...)
+	f.cmd = exec.Command(fixtureBin, all...)
+	f.cmd.Env = minimalEnv(t.TempDir())
+	f.cmd.Stderr = &f.stderr
+	out, err := f.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("fixture stdout: %v", err)
+	}
+	if err := f.cmd.Start(); err != nil {
+		t.Fatalf("starting the fixture: %v", err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = f.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(stopTimeout):
+			_ = f.cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "LISTENING "); ok {
+				lines <- u
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		_ = f.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case f.url = <-lines:
+	case <-done:
+		t.Fatalf("fixture %v exited before listening; stderr:\n%s", all, f.stderr.String())
+	case <-time.After(readyTimeout):
+		t.Fatalf("fixture %v did not listen within %v; stderr:\n%s", all, readyTimeout, f.stderr.String())
+	}
+	_, rest, _ := strings.Cut(f.url, "://")
+	f.hostPort, _, _ = strings.Cut(rest, "/")
+	return f
+}
+
+// accepted returns how many connections the fixture has accepted.
+func (f *fixtureServer) accepted(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile(f.acceptLog)
+	if err != nil {
+		t.Fatalf("reading the accept log: %v", err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// procStat is one process as /proc/PID/stat shows it.
+type procStat struct {
+	pid, ppid, pgid int
+	state           string
+	// start is the start time in clock ticks since boot: (pid, start)
+	// names one process for good, whatever reuses the pid later.
+	start uint64
+}
+
+// readStat reads /proc/PID/stat; false when there is no such process.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command (field 2) may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	st := procStat{pid: pid, state: f[0]}
+	var err1, err2, err3 error
+	st.ppid, err1 = strconv.Atoi(f[1])
+	st.pgid, err2 = strconv.Atoi(f[2])
+	st.start, err3 = strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
+	}
+	return st, true
+}
+
+// running reports whether st's process still runs: it exists with the same
+// start time and is not a zombie (a zombie has ended; only its exit status
+// waits for its parent).
+func (st procStat) running() bool {
+	now, ok := readStat(st.pid)
+	return ok && now.start == st.start && now.state != "Z" && now.state != "X"
+}
+
+// allProcs lists every process in /proc.
+func allProcs(t testing.TB) []procStat {
+	t.Helper()
+	names, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("listing /proc: %v", err)
+	}
+	var out []procStat
+	for _, e := range names {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// groupRunning returns the running (non-zombie) members of process group
+// pgid.
+func groupRunning(t testing.TB, pgid int) []procStat {
+	t.Helper()
+	var out []procStat
+	for _, st := range allProcs(t) {
+		if st.pgid == pgid && st.state != "Z" && st.state != "X" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// procsWithArg returns the running processes whose command line has an
+// argument equal to arg.
+func procsWithArg(t testing.TB, arg string) []procStat {
+	t.Helper()
+	var out []procStat
+	for _, st := range allProcs(t) {
+		if st.state == "Z" || st.state == "X" {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.pid))
+		if err != nil {
+			continue
+		}
+		if slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// trackProc reads pid's identity now and kills that very process (never a
+// later one with the same pid) at the end of the test, whatever the test
+// did: processes the daemon failed to stop must not outlive the test.
+func trackProc(t testing.TB, pid int) procStat {
+	t.Helper()
+	st, ok := readStat(pid)
+	if !ok {
+		t.Fatalf("process %d does not exist", pid)
+	}
+	t.Cleanup(func() {
+		if st.running() {
+			_ = syscall.Kill(st.pid, syscall.SIGKILL)
+		}
+	})
+	return st
+}
+
+// callSocket makes one call on a fresh connection without a testing.TB, so
+// goroutines may use it; it decodes the result into out unless out is nil.
+func callSocket(socket, method string, params, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	c, err := rpc.Dial(ctx, socket)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var res json.RawMessage
+	if err := c.Call(ctx, method, params, &res); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(res, out)
 }
