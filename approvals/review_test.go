@@ -14,7 +14,7 @@ func TestVisibleText(t *testing.T) {
 		{"plain text", "plain text", false},
 		{"\x1b[31mred\x1b[0m", `\u{001B}[31mred\u{001B}[0m`, false},
 		{"\x1b]0;title\x07x", `\u{001B}]0;title\u{0007}x`, false},
-		{"\u009b31m", `\u{009B}31m`, false},               // C1 CSI
+		{"\u009b31m", `\u{009B}31m`, false},             // C1 CSI
 		{"abc\u202Edcba", `abc\u{202E}dcba`, false},     // right-to-left override
 		{"a\u2066b\u2069", `a\u{2066}b\u{2069}`, false}, // isolates
 		{"zero\u200Bwidth\u200D\uFEFF", `zero\u{200B}width\u{200D}\u{FEFF}`, false},

@@ -98,6 +98,17 @@ type SourceStore struct {
 	mu sync.Mutex
 	// total is the bytes of all live sources.
 	total int64
+
+	// pmu guards the fields that follow: sources put with PutDeferred whose
+	// metadata the writer goroutine has not committed yet.
+	pmu     sync.Mutex
+	pending map[string]sourceRecord
+	queue   []sourceRecord
+	closed  bool
+
+	kick chan struct{} // wakes the writer
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the writer has flushed and ended
 }
 
 // OpenSourceStore opens the retained sources kept in dir (created 0700)
@@ -117,7 +128,8 @@ func OpenSourceStore(db *DB, dir string, capBytes int64, now func() time.Time) (
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restricting the sources directory: %w", err)
 	}
-	s := &SourceStore{db: db, dir: dir, cap: capBytes, now: now}
+	s := &SourceStore{db: db, dir: dir, cap: capBytes, now: now,
+		pending: map[string]sourceRecord{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	live := map[string]bool{}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSources)
@@ -150,6 +162,7 @@ func OpenSourceStore(db *DB, dir string, capBytes int64, now func() time.Time) (
 			}
 		}
 	}
+	go s.writer()
 	return s, nil
 }
 
@@ -169,43 +182,167 @@ func (s *SourceStore) UsedBytes() int64 {
 // Then the oldest sources are evicted until the total is under the cap;
 // the new source is never evicted, even when it alone is over the cap.
 func (s *SourceStore) Put(server, tool string, text []byte) (SourceMeta, error) {
+	rec, err := s.newRecord(server, tool, text)
+	if err != nil {
+		return SourceMeta{}, err
+	}
+	path := filepath.Join(s.dir, rec.ID)
+	if err := s.writeFile(path, text, true); err != nil {
+		return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+	}
+	if err := s.commit([]*sourceRecord{&rec}); err != nil {
+		_ = os.Remove(path)
+		return SourceMeta{}, fmt.Errorf("recording a retained result of %s/%s: %w", server, tool, err)
+	}
+	return rec.SourceMeta, nil
+}
+
+// PutDeferred retains text like Put, but without waiting for the disk: the
+// file is written without fsync and its metadata is committed by a
+// background writer that groups many sources in one transaction, within
+// milliseconds. The source is readable at once. A crash in that window can
+// lose it; use it for results of read-only calls, whose loss costs nothing
+// but the record, never for the results of calls with effects.
+func (s *SourceStore) PutDeferred(server, tool string, text []byte) (SourceMeta, error) {
+	rec, err := s.newRecord(server, tool, text)
+	if err != nil {
+		return SourceMeta{}, err
+	}
+	s.pmu.Lock()
+	closed := s.closed
+	s.pmu.Unlock()
+	if closed {
+		return s.Put(server, tool, text)
+	}
+	path := filepath.Join(s.dir, rec.ID)
+	if err := s.writeFile(path, text, false); err != nil {
+		return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+	}
+	s.pmu.Lock()
+	if s.closed {
+		s.pmu.Unlock()
+		if err := s.commit([]*sourceRecord{&rec}); err != nil {
+			_ = os.Remove(path)
+			return SourceMeta{}, fmt.Errorf("recording a retained result of %s/%s: %w", server, tool, err)
+		}
+		return rec.SourceMeta, nil
+	}
+	s.pending[rec.ID] = rec
+	s.queue = append(s.queue, rec)
+	s.pmu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return rec.SourceMeta, nil
+}
+
+// writer commits deferred sources in batches until Close.
+func (s *SourceStore) writer() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stop:
+			s.flush()
+			return
+		}
+		s.flush()
+	}
+}
+
+// flush commits every queued deferred source. On failure the files are
+// removed and the sources forgotten: they were never acknowledged as
+// durable.
+func (s *SourceStore) flush() {
+	s.pmu.Lock()
+	batch := s.queue
+	s.queue = nil
+	s.pmu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	recs := make([]*sourceRecord, len(batch))
+	for i := range batch {
+		recs[i] = &batch[i]
+	}
+	err := s.commit(recs)
+	s.pmu.Lock()
+	for _, r := range batch {
+		delete(s.pending, r.ID)
+	}
+	s.pmu.Unlock()
+	if err != nil {
+		for _, r := range batch {
+			_ = os.Remove(filepath.Join(s.dir, r.ID))
+		}
+	}
+}
+
+// Close commits the deferred sources and stops the writer. Later
+// PutDeferred calls commit synchronously.
+func (s *SourceStore) Close() error {
+	s.pmu.Lock()
+	if s.closed {
+		s.pmu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.pmu.Unlock()
+	close(s.stop)
+	<-s.done
+	return nil
+}
+
+func (s *SourceStore) newRecord(server, tool string, text []byte) (sourceRecord, error) {
 	id, err := newSourceID()
 	if err != nil {
-		return SourceMeta{}, fmt.Errorf("retaining a result: %w", err)
+		return sourceRecord{}, fmt.Errorf("retaining a result: %w", err)
 	}
 	rec := sourceRecord{SourceMeta: SourceMeta{
 		ID: id, Server: server, Tool: tool, Bytes: int64(len(text)),
 		CreatedAt: s.now().UTC(),
 	}}
 	rec.Chars, rec.Index = indexRunes(text)
-	path := filepath.Join(s.dir, id)
-	if err := s.writeFile(path, text); err != nil {
-		return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
-	}
+	return rec, nil
+}
 
+// commit records recs (in order) in one transaction, then evicts the
+// oldest sources until the total is under the cap; the sources being
+// committed are never evicted by their own commit.
+func (s *SourceStore) commit(recs []*sourceRecord) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := map[string]bool{}
+	var added int64
+	for _, r := range recs {
+		keep[r.ID] = true
+		added += r.Bytes
+	}
 	var evicted []string
 	var total int64
-	err = s.db.bolt.Update(func(tx *bolt.Tx) error {
-		evicted, total = nil, s.total+rec.Bytes
+	err := s.db.bolt.Update(func(tx *bolt.Tx) error {
+		evicted, total = nil, s.total+added
 		b := tx.Bucket(bucketSources)
 		meta, order := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder)
-		seq, err := order.NextSequence()
-		if err != nil {
-			return err
-		}
-		rec.Seq = seq
-		if err := putSource(meta, rec); err != nil {
-			return err
-		}
-		if err := order.Put(seqKey(seq), []byte(id)); err != nil {
-			return err
+		for _, rec := range recs {
+			seq, err := order.NextSequence()
+			if err != nil {
+				return err
+			}
+			rec.Seq = seq
+			if err := putSource(meta, *rec); err != nil {
+				return err
+			}
+			if err := order.Put(seqKey(seq), []byte(rec.ID)); err != nil {
+				return err
+			}
 		}
 		// Oldest first; collect before deleting, as bbolt cursors may
 		// skip entries after a delete.
 		var drop [][]byte
 		c := order.Cursor()
-		for k, v := c.First(); k != nil && total > s.cap && string(v) != id; k, v = c.Next() {
+		for k, v := c.First(); k != nil && total > s.cap && !keep[string(v)]; k, v = c.Next() {
 			old, err := getSource(meta, v)
 			if err != nil {
 				return err
@@ -225,25 +362,22 @@ func (s *SourceStore) Put(server, tool string, text []byte) (SourceMeta, error) 
 		}
 		return nil
 	})
-	if err == nil {
-		s.total = total
-	}
-	s.mu.Unlock()
 	if err != nil {
-		_ = os.Remove(path)
-		return SourceMeta{}, fmt.Errorf("recording a retained result of %s/%s: %w", server, tool, err)
+		return err
 	}
+	s.total = total
 	// The tombstones are committed; a file left by a crash here is removed
 	// at the next open.
 	for _, old := range evicted {
 		_ = os.Remove(filepath.Join(s.dir, old))
 	}
-	return rec.SourceMeta, nil
+	return nil
 }
 
-// writeFile writes text to path through a synced temporary file in the same
-// directory, and syncs the directory after the rename.
-func (s *SourceStore) writeFile(path string, text []byte) (err error) {
+// writeFile writes text to path through a temporary file in the same
+// directory, so the name never shows a partial file. With durable, the file
+// is synced before the rename and the directory after it.
+func (s *SourceStore) writeFile(path string, text []byte, durable bool) (err error) {
 	f, err := os.CreateTemp(s.dir, ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("creating a source file: %w", err)
@@ -262,8 +396,10 @@ func (s *SourceStore) writeFile(path string, text []byte) (err error) {
 	if _, err := f.Write(text); err != nil {
 		return fmt.Errorf("writing a source file: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing a source file: %w", err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("syncing a source file: %w", err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("closing a source file: %w", err)
@@ -275,6 +411,9 @@ func (s *SourceStore) writeFile(path string, text []byte) (err error) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("naming a source file: %w", err)
+	}
+	if !durable {
+		return nil
 	}
 	if d, err := os.Open(s.dir); err == nil {
 		serr := d.Sync()
@@ -294,8 +433,12 @@ func (s *SourceStore) Meta(id string) (SourceMeta, error) {
 }
 
 func (s *SourceStore) record(id string) (sourceRecord, error) {
-	var rec sourceRecord
-	found := false
+	s.pmu.Lock()
+	rec, found := s.pending[id]
+	s.pmu.Unlock()
+	if found {
+		return rec, nil
+	}
 	if sourceIDPattern.MatchString(id) {
 		err := s.db.bolt.View(func(tx *bolt.Tx) error {
 			v := tx.Bucket(bucketSources).Bucket(bucketSourceMeta).Get([]byte(id))

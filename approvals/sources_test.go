@@ -32,6 +32,7 @@ func openSources(t *testing.T, capBytes int64) (*SourceStore, *DB, string) {
 	if err != nil {
 		t.Fatalf("OpenSourceStore: %v", err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s, db, dir
 }
 
@@ -355,5 +356,50 @@ func TestMigrationSources(t *testing.T) {
 	}
 	if w, err := s.Read(m.ID, 0, 0); err != nil || w.Text != "abc" || !w.EOF {
 		t.Errorf("Read after migration = %+v, %v", w, err)
+	}
+}
+
+func TestSourcePutDeferred(t *testing.T) {
+	s, db, dir := openSources(t, 0)
+	text := []byte(`{"content":[{"type":"text","text":"deferred é"}]}`)
+	var ids []string
+	for i := 0; i < 50; i++ {
+		m, err := s.PutDeferred("srv", "read", text)
+		if err != nil {
+			t.Fatalf("PutDeferred: %v", err)
+		}
+		// Readable at once, committed or not.
+		r, err := s.Read(m.ID, 0, 0)
+		if err != nil || r.Text != string(text) || !r.EOF {
+			t.Fatalf("Read(%s) right after PutDeferred = %+v, %v", m.ID, r, err)
+		}
+		ids = append(ids, m.ID)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// After Close every deferred source is committed: a new store over the
+	// same database and directory knows them all and keeps their files.
+	s2, err := OpenSourceStore(db, dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for _, id := range ids {
+		r, err := s2.Read(id, 0, 0)
+		if err != nil || r.Text != string(text) {
+			t.Fatalf("after reopen, Read(%s) = %+v, %v", id, r, err)
+		}
+	}
+	if got, want := s2.UsedBytes(), int64(50*len(text)); got != want {
+		t.Errorf("UsedBytes after reopen = %d, want %d", got, want)
+	}
+	// After Close, PutDeferred still works, synchronously.
+	m, err := s.PutDeferred("srv", "read", text)
+	if err != nil {
+		t.Fatalf("PutDeferred after Close: %v", err)
+	}
+	if _, err := s2.Meta(m.ID); err != nil {
+		t.Errorf("PutDeferred after Close did not commit: %v", err)
 	}
 }

@@ -145,7 +145,12 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		reason = res.Error.Message
 	default:
 		text := d.redact(out.Result)
-		meta, perr := d.sources.Put(ex.server, ex.tool, text)
+		put := d.sources.Put
+		if ex.kind == contracts.ReceiptRead {
+			// A read's record may trail by milliseconds; effects never do.
+			put = d.sources.PutDeferred
+		}
+		meta, perr := put(ex.server, ex.tool, text)
 		if perr != nil {
 			d.log.Error().Err(perr).Str("server", ex.server).Msg("retaining a call result")
 			res.Status, state = contracts.CallUncertain, contracts.ActionUncertain

@@ -120,6 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("opening the retained results: %w", err)
 	}
+	defer sources.Close()
 	d.ledger, d.sources = ledger, sources
 	d.redactor = approvals.NewSecrets()
 

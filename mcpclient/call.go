@@ -268,10 +268,8 @@ func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, 
 	if err != nil {
 		return "", contracts.CatalogTool{}, err
 	}
-	for _, t := range cat.Tools {
-		if t.Name == name {
-			return id, t, nil
-		}
+	if t, ok := cat.toolByModel(name); ok {
+		return id, t, nil
 	}
 	names := make([]string, len(cat.Tools))
 	for i, t := range cat.Tools {
@@ -294,10 +292,8 @@ func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*sess
 	if err != nil {
 		return nil, nil, contracts.CatalogTool{}, err
 	}
-	for _, t := range cat.Tools {
-		if t.OriginalName == tool {
-			return sess, c, t, nil
-		}
+	if t, ok := cat.toolByOriginal(tool); ok {
+		return sess, c, t, nil
 	}
 	names := make([]string, len(cat.Tools))
 	for i, t := range cat.Tools {

@@ -51,6 +51,38 @@ type Catalog struct {
 	// Problem says why the catalog is incomplete.
 	Problem      string
 	DiscoveredAt time.Time
+
+	// byOriginal and byModel index Tools by original and model-facing
+	// name; built once before the catalog is published, read-only after.
+	byOriginal, byModel map[string]int
+}
+
+// buildIndex fills the name indexes; call it before publishing.
+func (c *Catalog) buildIndex() {
+	c.byOriginal = make(map[string]int, len(c.Tools))
+	c.byModel = make(map[string]int, len(c.Tools))
+	for i, t := range c.Tools {
+		c.byOriginal[t.OriginalName] = i
+		c.byModel[t.Name] = i
+	}
+}
+
+// toolByOriginal returns the tool with that original name.
+func (c *Catalog) toolByOriginal(name string) (contracts.CatalogTool, bool) {
+	i, ok := c.byOriginal[name]
+	if !ok {
+		return contracts.CatalogTool{}, false
+	}
+	return c.Tools[i], true
+}
+
+// toolByModel returns the tool with that model-facing name.
+func (c *Catalog) toolByModel(name string) (contracts.CatalogTool, bool) {
+	i, ok := c.byModel[name]
+	if !ok {
+		return contracts.CatalogTool{}, false
+	}
+	return c.Tools[i], true
 }
 
 // toolDef is the part of a tool definition pikod reads; the rest passes

@@ -520,6 +520,7 @@ func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMe
 }
 
 func (c *conn) setCatalog(cat *Catalog) {
+	cat.buildIndex()
 	c.catMu.Lock()
 	defer c.catMu.Unlock()
 	c.catalog = cat
