@@ -212,3 +212,20 @@ func (db *DB) SaveSettings(ext string, settings []byte, expect uint64) (Settings
 	}
 	return rec, nil
 }
+
+// Meta returns a value of the meta/ bucket ("" when absent).
+func (db *DB) Meta(key string) (string, error) {
+	var out string
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		out = string(tx.Bucket(bucketMeta).Get([]byte(key)))
+		return nil
+	})
+	return out, err
+}
+
+// SetMeta stores a value in the meta/ bucket, durably.
+func (db *DB) SetMeta(key, value string) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put([]byte(key), []byte(value))
+	})
+}

@@ -9,8 +9,10 @@
 //
 //	pikod.db
 //	├── meta/
-//	│   ├── schema   → decimal schema version (migrations applied)
-//	│   └── created  → RFC 3339 time the file was initialised
+//	│   ├── schema        → decimal schema version (migrations applied)
+//	│   ├── created       → RFC 3339 time the file was initialised
+//	│   └── vault_backend → the vault backend "auto" chose, kept so later
+//	│                       starts use the same one
 //	├── settings/
 //	│   └── <extension> → SettingsRecord JSON:
 //	│                     {"revision":N,"updatedAt":"…","settings":{…canonical…}}

@@ -78,4 +78,5 @@ var Methods = []string{
 	MethodMCPActionsReview,
 	MethodMCPActionsApprove,
 	MethodSourceRead,
+	MethodVaultUnlock,
 }

@@ -51,6 +51,12 @@ type ServerStatus struct {
 	Generation uint64 `json:"generation,omitempty"`
 	// Notes are standing limitations of this server's transport.
 	Notes []string `json:"notes,omitempty"`
+	// Credentials is "none", "stored" or "reenter" (stored for another
+	// identity: command, args, cwd or URL changed; not used until
+	// re-entered), or "unknown" while the vault is locked.
+	Credentials string `json:"credentials,omitempty"`
+	// CredentialGeneration counts changes to the server's credentials.
+	CredentialGeneration uint64 `json:"credentialGeneration,omitempty"`
 }
 
 // ServerInfo is the name and version a server reported about itself.
@@ -65,4 +71,7 @@ type VaultStatus struct {
 	Backend string `json:"backend"`
 	// Note explains what the backend protects against.
 	Note string `json:"note,omitempty"`
+	// Locked is true while a file vault in unlock mode waits for
+	// 'pikoctl vault unlock'.
+	Locked bool `json:"locked,omitempty"`
 }

@@ -96,7 +96,7 @@ func (d *daemon) fingerprints(ctx context.Context, server, tool string) (contrac
 	}
 	return contracts.Fingerprints{
 		Settings:             cfg.Digest(),
-		CredentialGeneration: 0, // the vault bumps it once credentials exist
+		CredentialGeneration: d.creds.generation(server),
 		ConnectionGeneration: d.sup.Generation(server),
 		Tool:                 t.Digest,
 	}, nil

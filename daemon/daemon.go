@@ -15,12 +15,16 @@ import (
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
+	"github.com/pikod/pikod/vault"
 	"github.com/rs/zerolog"
 )
 
 // DBLockTimeout bounds how long a starting daemon waits for the database
 // lock before concluding another daemon owns the instance.
 const DBLockTimeout = time.Second
+
+// metaVaultBackend records the backend "auto" chose, so it stays chosen.
+const metaVaultBackend = "vault_backend"
 
 // Config is what Run needs; cmd/pikod fills it from flags and environment.
 type Config struct {
@@ -29,6 +33,14 @@ type Config struct {
 	StateDir   string
 	Version    string
 	Log        zerolog.Logger
+	// Vault is the credential backend: auto, keychain, secret-service,
+	// file or file-unlock.
+	Vault string
+	// CredentialsDir is systemd's $CREDENTIALS_DIRECTORY, if any.
+	CredentialsDir string
+	// Redaction receives the known credential values; cmd/pikod puts its
+	// log writers behind it. Nil makes a private one.
+	Redaction *Redaction
 }
 
 // DBPath returns the database file of a state directory.
@@ -107,6 +119,49 @@ func Run(ctx context.Context, cfg Config) error {
 	if _, err := mcpclient.CleanRunDir(runDir, func(string) bool { return false }); err != nil {
 		log.Warn().Err(err).Msg("removing disposable server homes left by a previous daemon")
 	}
+	if cfg.Redaction == nil {
+		cfg.Redaction = NewRedaction()
+	}
+	// "auto" chooses once: later starts use the same backend, so stored
+	// credentials never seem to vanish because a keyring was unreachable
+	// one morning. An explicit --vault overrides it.
+	backend := cfg.Vault
+	pinned, err := db.Meta(metaVaultBackend)
+	if err != nil {
+		return fmt.Errorf("reading the vault backend in use: %w", err)
+	}
+	if (backend == "" || backend == vault.BackendAuto) && pinned != "" {
+		backend = pinned
+	}
+	v, err := vault.Open(vault.Config{
+		Backend:        backend,
+		Dir:            filepath.Join(cfg.StateDir, "vault"),
+		KeyFile:        filepath.Join(cfg.StateDir, "vault.key"),
+		CredentialsDir: cfg.CredentialsDir,
+		Service:        "pikod-" + cfg.Instance,
+		Log:            log.With().Str("component", "vault").Logger(),
+	})
+	if err != nil {
+		return fmt.Errorf("opening the vault: %w", err)
+	}
+	defer func() {
+		if err := v.Close(); err != nil {
+			log.Error().Err(err).Msg("closing the vault")
+		}
+	}()
+	if v.Backend() != pinned {
+		if err := db.SetMeta(metaVaultBackend, v.Backend()); err != nil {
+			return fmt.Errorf("recording the vault backend in use: %w", err)
+		}
+	}
+	vs := v.Status()
+	log.Info().Str("backend", vs.Backend).Bool("locked", vs.Locked).Msg("vault open")
+	d.creds = &creds{v: v, red: cfg.Redaction, recs: map[string]*credRecord{}}
+	if err := d.creds.loadAll(d.settings.Servers); err != nil {
+		log.Error().Err(err).Msg("reading stored credentials")
+	}
+	d.redactor = cfg.Redaction
+
 	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now)
 	if err != nil {
 		return fmt.Errorf("opening the action ledger: %w", err)
@@ -122,13 +177,19 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer sources.Close()
 	d.ledger, d.sources = ledger, sources
-	d.redactor = approvals.NewSecrets()
 
 	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
 		Log:           log.With().Str("component", "mcp").Logger(),
 		RunDir:        runDir,
 		Records:       records,
 		ClientVersion: cfg.Version,
+		Credentials: func(id string) (mcpclient.Credentials, error) {
+			cfg, ok := d.serverSettings(id)
+			if !ok {
+				return mcpclient.Credentials{}, nil
+			}
+			return d.creds.forServer(&cfg)
+		},
 	})
 	defer func() {
 		d.sup.Close()
@@ -140,7 +201,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.SocketPath, err)
 	}
-	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger()})
+	// Every frame leaving the socket passes the redaction set last.
+	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: cfg.Redaction.Redact})
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
 		Str("version", cfg.Version).Msg("pikod ready")
@@ -156,6 +218,7 @@ type daemon struct {
 	cfg     Config
 	db      *approvals.DB
 	sup     *mcpclient.Supervisor
+	creds   *creds
 	ledger  *approvals.Ledger
 	sources *approvals.SourceStore
 	// redactor removes known credential values from everything that

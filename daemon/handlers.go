@@ -29,6 +29,8 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPActionsReview:  d.actionsReview,
 		contracts.MethodMCPActionsApprove: d.actionsApprove,
 		contracts.MethodSourceRead:        d.sourceRead,
+		contracts.MethodSecret:            d.secret,
+		contracts.MethodVaultUnlock:       d.vaultUnlock,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -140,6 +142,11 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 	d.settings, d.revision, d.settingsErr = next, rec.Revision, nil
 	// Saving disconnects the servers it changes or removes; nothing new
 	// connects until asked or until the next start.
+	// New servers' stored credentials join the redaction set before
+	// anything can connect them.
+	if err := d.creds.loadAll(next.Servers); err != nil {
+		d.log.Error().Err(err).Msg("reading stored credentials")
+	}
 	if disc := d.sup.Apply(next.Servers); len(disc) > 0 {
 		slices.Sort(disc)
 		res.Disconnected = disc
@@ -194,14 +201,15 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i := range servers {
+		if cfg, ok := d.serverSettings(servers[i].ID); ok {
+			servers[i].Credentials, servers[i].CredentialGeneration = d.creds.state(&cfg)
+		}
+	}
 	d.mu.Lock()
 	rev := d.revision
 	d.mu.Unlock()
-	return contracts.StatusResult{
-		Revision: rev,
-		Servers:  servers,
-		Vault:    contracts.VaultStatus{Backend: "none", Note: "no credential store is set up in this build; servers run without secrets"},
-	}, nil
+	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.creds.v.Status()}, nil
 }
 
 func decodeServer(req *rpc.Request) (string, error) {

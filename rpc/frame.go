@@ -98,6 +98,9 @@ type stream struct {
 	// wmu serialises writes: jsonrpc2 serialises its own, but invalid-line
 	// replies are written from the read side.
 	wmu sync.Mutex
+
+	// filter, when set, rewrites each outgoing frame (see Options.Filter).
+	filter func([]byte) []byte
 }
 
 func newStream(nc net.Conn, max int, writeTimeout time.Duration, replyInvalid bool, log zerolog.Logger) *stream {
@@ -269,6 +272,9 @@ func (s *stream) writeError(id json.RawMessage, e *jsonrpc2.Error) error {
 // closes the connection: a peer that does not read must not hold a
 // goroutine (or the semaphore behind it) for longer than writeTimeout.
 func (s *stream) writeFrame(data []byte) error {
+	if s.filter != nil {
+		data = s.filter(data)
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.writeTimeout > 0 {

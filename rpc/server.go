@@ -53,6 +53,10 @@ type Options struct {
 	// WriteTimeout bounds each write to a connection; a write that times
 	// out closes that connection. Default 10s.
 	WriteTimeout time.Duration
+	// Filter, when set, rewrites every outgoing frame (responses, errors,
+	// notifications) just before it is written; the daemon removes known
+	// credential values with it. It must keep the frame valid JSON.
+	Filter func([]byte) []byte
 }
 
 // Server dispatches JSON-RPC requests to registered handlers.
@@ -65,6 +69,7 @@ type Server struct {
 	log          zerolog.Logger
 	maxFrame     int
 	writeTimeout time.Duration
+	filter       func([]byte) []byte
 	sem          chan struct{}
 
 	// mu guards the fields that follow.
@@ -91,6 +96,7 @@ func NewServer(opts Options) *Server {
 		log:          opts.Log,
 		maxFrame:     opts.MaxFrameBytes,
 		writeTimeout: opts.WriteTimeout,
+		filter:       opts.Filter,
 		sem:          make(chan struct{}, opts.MaxConcurrent),
 		handlers:     map[string]HandlerFunc{},
 	}
@@ -189,6 +195,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	log.Debug().Msg("connection opened")
 
 	st := newStream(nc, s.maxFrame, s.writeTimeout, true, log)
+	st.filter = s.filter
 	jc := jsonrpc2.NewConn(ctx, st, handlerFunc(func(hctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 		s.dispatch(hctx, jc, cs, r, log)
 	}), jsonrpc2.SetLogger(printfLogger{log}))

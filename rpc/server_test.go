@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -732,4 +733,36 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+func TestServerFilterRewritesEveryFrame(t *testing.T) {
+	secret := "canary-" + strconv.Itoa(os.Getpid())
+	srv := NewServer(Options{Filter: func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte(secret), []byte("[REDACTED]"))
+	}})
+	srv.Register("echo.secret", func(_ context.Context, req *Request) (any, error) {
+		if err := req.Notify("note", map[string]string{"v": secret}); err != nil {
+			return nil, err
+		}
+		return map[string]string{"v": secret}, nil
+	})
+	srv.Register("fail.secret", func(context.Context, *Request) (any, error) {
+		return nil, fmt.Errorf("upstream said %s: %w", secret, contracts.ErrUpstream)
+	})
+	c := dial(t, startServer(t, srv))
+	var notes []string
+	c.OnNotification(func(_ string, p json.RawMessage) { notes = append(notes, string(p)) })
+	var res json.RawMessage
+	if err := c.Call(t.Context(), "echo.secret", nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Call(t.Context(), "fail.secret", nil, nil)
+	for _, s := range append(notes, string(res), fmt.Sprint(err)) {
+		if strings.Contains(s, secret) {
+			t.Errorf("frame part %q holds the secret", s)
+		}
+		if !strings.Contains(s, "[REDACTED]") {
+			t.Errorf("frame part %q was not filtered", s)
+		}
+	}
 }

@@ -1,7 +1,59 @@
-// Package vault will own secrets and OAuth grants in the OS keyring, their
-// binding to a server's identity, and the redaction set. It arrives with
-// the vault work; nothing in this build uses it yet.
+// Package vault owns pikod's secret store: server credentials and OAuth
+// grants kept through 99designs/keyring in one explicitly chosen backend
+// (macOS Keychain, a Linux Secret Service such as GNOME Keyring or KWallet,
+// or an encrypted file directory), and the Secret type that redacts itself
+// wherever it is printed, marshalled or logged.
 //
-// It may import contracts, 99designs/keyring and zerolog; never daemon,
-// rpc, mcpclient or approvals.
+// Backends are never chosen by falling through: Open asks keyring for
+// exactly one backend and checks what it got. "auto" picks the Keychain on
+// macOS, the Secret Service when the session bus answers within
+// Config.BusProbe, and otherwise the file backend; Status says which one
+// and what it protects against. There is no plaintext backend.
+//
+// Every keyring call runs under one mutex with Config.OpTimeout. A call
+// that times out leaves its goroutine behind (keyring offers no way to
+// cancel it); until it returns, later calls fail at once with reason
+// vault_timeout instead of piling up more goroutines. Item names are hashed
+// (hex SHA-256 of service, NUL, name), so no name can climb out of the
+// file backend's directory and the keyring shows no server names. Every
+// write is read back and compared.
+//
+// File backend. Items are JWE files (PBES2-HS256+A128KW, A256GCM; jose2go
+// v1.11.0, which bounds the PBKDF2 count on decrypt) in Config.Dir. The
+// password is a random key from $CREDENTIALS_DIRECTORY/pikod-vault-key, or
+// from Config.KeyFile (generated 0600 when missing and the directory holds
+// no vault), or in "file-unlock" mode a key derived with PBKDF2-SHA256 from
+// a passphrase given to Unlock and held in memory only. A check item is
+// read before anything is written, so a wrong key is refused without
+// touching a file. keyring writes a file in place without fsync; vault
+// writes through a second keyring rooted at Dir/.staging and renames the
+// result into place after an fsync, then syncs the directory, so a crash
+// leaves either the old or the new item.
+//
+// D-Bus facts (checked in keyring v1.2.2 and godbus of 2019-07-26):
+//
+//   - On Linux, importing keyring calls dbus.SessionBus() in an init
+//     function. With DBUS_SESSION_BUS_ADDRESS unset (or "autolaunch:"),
+//     godbus tries /run/user/UID/bus and /run/user/UID/dbus-session, then
+//     execs dbus-launch, which starts a dbus-daemon that outlives the
+//     process (checked: one per run). cmd/pikod, and every test binary that
+//     links vault, must therefore run with the variable set: to the
+//     session bus, or to "disabled:" where no bus should be used.
+//   - keyring registers its secret-service backend only if that init call
+//     succeeded, and godbus caches the connection for the process. A bus
+//     that appears later, or comes back after dying, needs a pikod restart.
+//   - A bus that accepts the connection but never answers blocks that init
+//     call, and with it the process, before main runs. Nothing here can
+//     bound it; vault's own probe (a private connection with deadlines)
+//     only bounds what happens after start.
+//   - go-libsecret waits for a prompt's Completed signal with no timeout,
+//     and a prompt (unlocking a collection, creating one) needs a person at
+//     the desktop; headless, that wait is forever. vault therefore stores
+//     in the service's default collection and checks before each call that
+//     it is unlocked: a locked collection is reported as vault_locked
+//     instead of becoming a stuck call.
+//
+// vault may import contracts, 99designs/keyring, godbus/dbus (keyring's own
+// D-Bus library, for the probe), zerolog, the standard library, x/sys and
+// x/term; never daemon, rpc, mcpclient or approvals.
 package vault

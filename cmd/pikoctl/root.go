@@ -98,6 +98,7 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 		a.newRPCCmd(),
 		a.newMCPCmd(),
 		a.newServiceCmd(),
+		a.newVaultCmd(),
 	)
 	return root
 }

@@ -34,6 +34,7 @@ func run(args []string, stderr io.Writer) int {
 	socketFlag := fs.String("socket", "", "owner socket path (env "+contracts.EnvSocket+")")
 	stateFlag := fs.String("state-dir", "", "state directory (env "+contracts.EnvStateDir+")")
 	levelFlag := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	vaultFlag := fs.String("vault", "", "credential vault: auto, keychain, secret-service, file or file-unlock (env PIKO_VAULT, default auto)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pikod [flags]\n\npikod supervises MCP servers for its owner; pikoctl talks to it.\n\n")
@@ -80,9 +81,25 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer logFile.Close()
-	console := zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
-	log := zerolog.New(zerolog.MultiLevelWriter(logFile, console)).Level(level).With().Timestamp().
+	// Both log outputs pass the redaction set: no known credential value is
+	// ever written to the log file or stderr.
+	red := daemon.NewRedaction()
+	console := zerolog.ConsoleWriter{Out: red.Writer(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
+	log := zerolog.New(zerolog.MultiLevelWriter(red.Writer(logFile), console)).Level(level).With().Timestamp().
 		Str("instance", instance).Logger()
+	if _, ok := os.LookupEnv("DBUS_SESSION_BUS_ADDRESS"); !ok {
+		// The keyring library dials the session bus while the program
+		// loads; without an address it runs dbus-launch, whose bus outlives
+		// pikod.
+		log.Warn().Msg("DBUS_SESSION_BUS_ADDRESS is unset: set it to your session bus, or to disabled: on a machine without one")
+	}
+	if err := daemon.Harden(); err != nil {
+		log.Warn().Err(err).Msg("could not keep the daemon out of core dumps and debuggers")
+	}
+	backend := *vaultFlag
+	if backend == "" {
+		backend = os.Getenv("PIKO_VAULT")
+	}
 
 	// Libraries that log through slog (mcp-go's transports) go to the same
 	// log, marked as theirs.
@@ -105,7 +122,8 @@ func run(args []string, stderr io.Writer) int {
 		os.Exit(130)
 	}()
 
-	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log})
+	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
+		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redaction: red})
 	if err != nil {
 		log.Error().Err(err).Msg("pikod stopped")
 		fmt.Fprintf(stderr, "pikod: %v\n", err)

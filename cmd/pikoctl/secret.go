@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// readPrivate reads one private line: from a terminal with echo off (and
+// a prompt on stderr), else all of stdin. Secrets never come from
+// arguments, which other users can see in ps.
+func (a *app) readPrivate(prompt string) ([]byte, error) {
+	if a.stdinIsTerminal() {
+		f, ok := a.stdin.(*os.File)
+		if !ok {
+			return nil, errors.New("stdin is a terminal but cannot be read without echo")
+		}
+		fmt.Fprint(a.stderr, prompt)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("reading from the terminal: %w", err)
+		}
+		return b, nil
+	}
+	return readInput(a.stdin, "stdin")
+}
+
+func (a *app) newSecretCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "secret SERVER",
+		Short: "Replace a server's private credentials (JSON from stdin or a masked prompt)",
+		Long: `secret stores one JSON object of credentials for SERVER in the vault:
+
+  stdio servers:   {"env":{"NAME":"VALUE"}}
+  http/sse:        {"headers":{"Authorization":"Bearer VALUE"}}
+  with oauth:      {"oauthClientSecret":"VALUE"}
+
+Pipe it on stdin, or type it at the masked prompt (nothing is echoed; an
+empty line keeps what is stored). {} clears the stored credentials. The
+credentials are bound to the server's command, arguments and working
+directory (or URL): if those change, pikod stops sending them until you
+enter them again. A connected server keeps its old credentials until you
+disconnect and connect it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := a.readPrivate("credentials for " + args[0] + " as JSON (hidden; empty keeps the stored ones): ")
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(string(in)) == "" {
+				if a.stdinIsTerminal() {
+					fmt.Fprintln(a.stdout, "nothing entered: the stored credentials are unchanged")
+					return nil
+				}
+				return errors.New(`no credentials on stdin: send a JSON object, or {} to clear`)
+			}
+			var obj map[string]any
+			if err := json.Unmarshal(in, &obj); err != nil || obj == nil {
+				// Never echo the input: it holds secrets.
+				return errors.New(`the credentials are not one JSON object: send e.g. {"env":{"NAME":"VALUE"}}`)
+			}
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodSecret,
+				contracts.SecretParams{Extension: contracts.ExtensionMCP, Server: args[0], Credentials: obj}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.SecretResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the extensions.secret result: %w", err)
+			}
+			if res.Cleared {
+				fmt.Fprintf(a.stdout, "cleared the credentials of %s (generation %d)\n", clean(res.Server), res.Generation)
+			} else {
+				fmt.Fprintf(a.stdout, "stored %s for %s (generation %d)\n", clean(strings.Join(res.Fields, ", ")), clean(res.Server), res.Generation)
+			}
+			if res.ReconnectRequired {
+				fmt.Fprintf(a.stdout, "%s is connected with the old credentials: run 'pikoctl mcp disconnect %s' and 'pikoctl mcp connect %s'\n",
+					clean(res.Server), clean(res.Server), clean(res.Server))
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) newVaultCmd() *cobra.Command {
+	v := groupCmd("vault", "The credential vault")
+	v.AddCommand(&cobra.Command{
+		Use:   "unlock",
+		Short: "Unlock a file vault in unlock mode with its passphrase (masked prompt or stdin)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pass, err := a.readPrivate("vault passphrase: ")
+			if err != nil {
+				return err
+			}
+			p := strings.TrimRight(string(pass), "\r\n")
+			if p == "" {
+				return errors.New("empty passphrase: nothing was sent")
+			}
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodVaultUnlock, contracts.VaultUnlockParams{Passphrase: p}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.VaultUnlockResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the vault.unlock result: %w", err)
+			}
+			fmt.Fprintf(a.stdout, "vault unlocked: %s\n", clean(res.Vault.Backend))
+			return nil
+		},
+	})
+	return v
+}

@@ -1,0 +1,44 @@
+package contracts
+
+// Vault methods.
+const (
+	MethodVaultUnlock = "vault.unlock"
+)
+
+// SecretParams is the params of extensions.secret: replace one server's
+// private credential object. Credentials holds exactly the fields of the
+// server's transport: stdio {"env":{NAME:VALUE}}; http and sse
+// {"headers":{NAME:VALUE}} and, with oauth configured,
+// {"oauthClientSecret":VALUE}. An empty object {} clears what was stored.
+// pikoctl sends it from private stdin or a masked prompt, never from
+// arguments.
+type SecretParams struct {
+	Extension   string         `json:"extension,omitempty"`
+	Server      string         `json:"server"`
+	Credentials map[string]any `json:"credentials"`
+}
+
+// SecretResult is the result of extensions.secret. It names the fields
+// stored (env.NAME, headers.NAME, oauthClientSecret), never their values.
+// Generation is the server's new credential generation: actions prepared
+// under an older one can no longer be approved. ReconnectRequired is true
+// when the server is connected with the old credentials: they take effect
+// after 'pikoctl mcp disconnect' and 'connect'.
+type SecretResult struct {
+	Server            string   `json:"server"`
+	Fields            []string `json:"fields"`
+	Cleared           bool     `json:"cleared"`
+	Generation        uint64   `json:"generation"`
+	ReconnectRequired bool     `json:"reconnectRequired"`
+}
+
+// VaultUnlockParams is the params of vault.unlock: the passphrase of a
+// file vault in unlock mode, held in daemon memory only.
+type VaultUnlockParams struct {
+	Passphrase string `json:"passphrase"`
+}
+
+// VaultUnlockResult is the result of vault.unlock.
+type VaultUnlockResult struct {
+	Vault VaultStatus `json:"vault"`
+}

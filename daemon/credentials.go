@@ -1,0 +1,418 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pikod/pikod/approvals"
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient"
+	"github.com/pikod/pikod/rpc"
+	"github.com/pikod/pikod/vault"
+)
+
+// credRecord is one server's private credentials as stored in the vault,
+// bound to the identity of the server they were entered for.
+type credRecord struct {
+	Identity          string            `json:"identity"`
+	Generation        uint64            `json:"generation"`
+	Env               map[string]string `json:"env,omitempty"`
+	Headers           map[string]string `json:"headers,omitempty"`
+	OAuthClientSecret string            `json:"oauthClientSecret,omitempty"`
+}
+
+func (r *credRecord) values() []string {
+	var out []string
+	for _, v := range r.Env {
+		out = append(out, v)
+	}
+	for _, v := range r.Headers {
+		out = append(out, v)
+		// "Bearer TOKEN": the token alone must be found too.
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			out = append(out, tok)
+		}
+	}
+	if r.OAuthClientSecret != "" {
+		out = append(out, r.OAuthClientSecret)
+	}
+	return out
+}
+
+func (r *credRecord) empty() bool {
+	return len(r.Env) == 0 && len(r.Headers) == 0 && r.OAuthClientSecret == ""
+}
+
+// identity is what credentials are bound to: the exact command, arguments
+// and working directory of a stdio server, the exact URL of a remote one,
+// and the OAuth account (client and issuer). Credentials entered for one
+// identity are never sent to another.
+func identity(s *contracts.ServerSettings) string {
+	h := sha256.New()
+	part := func(v string) { fmt.Fprintf(h, "%d:%s;", len(v), v) }
+	part(s.Transport)
+	switch s.Transport {
+	case contracts.TransportStdio:
+		part(s.Command)
+		for _, a := range s.Args {
+			part(a)
+		}
+		part("cwd")
+		part(s.Cwd)
+	default:
+		part(s.URL)
+		if s.OAuth != nil {
+			part(s.OAuth.ClientID)
+			part(s.OAuth.Issuer)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func vaultName(server string) string { return "server/" + server }
+
+// Redaction is the set of known credential values, shared by the daemon
+// (results, errors, the socket) and cmd/pikod (the log writers).
+type Redaction struct {
+	set atomic.Pointer[approvals.Secrets]
+}
+
+// NewRedaction returns an empty redaction set.
+func NewRedaction() *Redaction { return &Redaction{} }
+
+// Redact removes every known credential value from b.
+func (r *Redaction) Redact(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	if s := r.set.Load(); s != nil {
+		return s.Redact(b)
+	}
+	return b
+}
+
+// Writer returns w behind the redaction set. Every write is one whole log
+// line, so a value cannot be split across writes.
+func (r *Redaction) Writer(w io.Writer) io.Writer { return redactingWriter{r: r, w: w} }
+
+type redactingWriter struct {
+	r *Redaction
+	w io.Writer
+}
+
+func (rw redactingWriter) Write(p []byte) (int, error) {
+	if _, err := rw.w.Write(rw.r.Redact(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// creds is the daemon's view of the vault: records by server, loaded
+// lazily, and the redaction set built from them.
+type creds struct {
+	v   *vault.Vault
+	red *Redaction
+
+	// mu guards recs and serialises changes.
+	mu   sync.Mutex
+	recs map[string]*credRecord // nil value: known to be absent
+}
+
+// load returns a server's record (nil when none), reading the vault once.
+func (c *creds) load(server string) (*credRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loadLocked(server)
+}
+
+func (c *creds) loadLocked(server string) (*credRecord, error) {
+	if rec, ok := c.recs[server]; ok {
+		return rec, nil
+	}
+	b, err := c.v.Get(vaultName(server))
+	if errors.Is(err, contracts.ErrNotFound) {
+		c.recs[server] = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the credentials of %q: %w", server, err)
+	}
+	var rec credRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("the vault holds unreadable credentials for %q: %w", server, contracts.ErrFailedPrecondition)
+	}
+	c.recs[server] = &rec
+	c.rebuildLocked()
+	return &rec, nil
+}
+
+// loadAll reads the records of the given servers, so the redaction set is
+// complete before anything connects. A locked vault is not an error here.
+func (c *creds) loadAll(servers []contracts.ServerSettings) error {
+	if c.v.Locked() {
+		return nil
+	}
+	var errs []error
+	for i := range servers {
+		if _, err := c.load(servers[i].ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *creds) rebuildLocked() {
+	var values []string
+	for _, r := range c.recs {
+		if r != nil {
+			values = append(values, r.values()...)
+		}
+	}
+	c.red.set.Store(approvals.NewSecrets(values...))
+}
+
+// forServer returns what a connect sends: nothing when nothing is stored,
+// an error when the vault is locked or the credentials belong to another
+// identity of the server.
+func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials, error) {
+	if c.v.Locked() {
+		return mcpclient.Credentials{}, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked, so the credentials of %q cannot be read", cfg.ID),
+			"unlock it with 'pikoctl vault unlock'")
+	}
+	rec, err := c.load(cfg.ID)
+	if err != nil || rec == nil {
+		return mcpclient.Credentials{}, err
+	}
+	if rec.Identity != identity(cfg) {
+		return mcpclient.Credentials{}, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
+				"the stored credentials of %q were entered for a different command, arguments, working directory or URL; pikod will not send them to the new one", cfg.ID),
+			"enter them again with 'pikoctl mcp secret "+cfg.ID+"' (or '{}' to clear them)")
+	}
+	return mcpclient.Credentials{Env: rec.Env, Headers: rec.Headers}, nil
+}
+
+// state returns a server's credential state and generation for status.
+func (c *creds) state(cfg *contracts.ServerSettings) (string, uint64) {
+	if c.v.Locked() {
+		return "unknown", 0
+	}
+	rec, err := c.load(cfg.ID)
+	switch {
+	case err != nil:
+		return "unknown", 0
+	case rec == nil:
+		return "none", 0
+	case rec.Identity != identity(cfg):
+		return "reenter", rec.Generation
+	case rec.empty():
+		return "none", rec.Generation
+	}
+	return "stored", rec.Generation
+}
+
+// generation is a server's credential generation, bound into actions.
+func (c *creds) generation(server string) uint64 {
+	if c.v.Locked() {
+		return 0
+	}
+	rec, err := c.load(server)
+	if err != nil || rec == nil {
+		return 0
+	}
+	return rec.Generation
+}
+
+var (
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// parseCredentials checks a credential object against the server's
+// transport. Problems name fields, never values.
+func parseCredentials(cfg *contracts.ServerSettings, in map[string]any) (*credRecord, error) {
+	rec := &credRecord{}
+	var problems contracts.Problems
+	bad := func(field, msg string) {
+		problems = append(problems, contracts.Problem{Server: cfg.ID, Field: field, Message: msg})
+	}
+	stringMap := func(field string, v any, nameRE *regexp.Regexp, what string) map[string]string {
+		m, ok := v.(map[string]any)
+		if !ok {
+			bad(field, "must be an object of "+what+" names to string values")
+			return nil
+		}
+		out := map[string]string{}
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for i, k := range names {
+			s, ok := m[k].(string)
+			fieldName := field + "." + k
+			if !nameRE.MatchString(k) {
+				fieldName = fmt.Sprintf("%s[#%d]", field, i)
+				bad(fieldName, "is not a valid "+what+" name")
+				continue
+			}
+			switch {
+			case !ok:
+				bad(fieldName, "must be a string")
+			case s == "":
+				bad(fieldName, "is empty: leave it out instead")
+			case strings.ContainsAny(s, "\x00\r\n"):
+				bad(fieldName, "must not contain NUL, CR or LF")
+			default:
+				out[k] = s
+			}
+		}
+		return out
+	}
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := in[k]
+		switch {
+		case k == "env" && cfg.Transport == contracts.TransportStdio:
+			rec.Env = stringMap("env", v, envNameRE, "environment variable")
+		case k == "headers" && cfg.Transport != contracts.TransportStdio:
+			rec.Headers = stringMap("headers", v, headerNameRE, "header")
+			if cfg.OAuth != nil {
+				for name := range rec.Headers {
+					if strings.EqualFold(name, "Authorization") {
+						bad("headers."+name, "a static Authorization header cannot accompany OAuth: OAuth supplies the token")
+					}
+				}
+			}
+		case k == "oauthClientSecret" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil:
+			s, ok := v.(string)
+			if !ok || s == "" {
+				bad(k, "must be a non-empty string")
+			} else {
+				rec.OAuthClientSecret = s
+			}
+		case k == "env" || k == "headers" || k == "oauthClientSecret":
+			bad(k, fmt.Sprintf("does not fit a %s server%s", cfg.Transport, fitHint(cfg)))
+		default:
+			bad(k, `unknown field: use "env" (stdio), "headers" (http, sse) or "oauthClientSecret" (with oauth)`)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, contracts.WithReason(fmt.Errorf("invalid credentials: %w", problems), "invalid_credentials")
+	}
+	return rec, nil
+}
+
+func fitHint(cfg *contracts.ServerSettings) string {
+	switch {
+	case cfg.Transport == contracts.TransportStdio:
+		return `: use {"env":{...}}`
+	case cfg.OAuth == nil:
+		return `: use {"headers":{...}} (oauthClientSecret needs "oauth" in the settings)`
+	}
+	return `: use {"headers":{...}} or {"oauthClientSecret":"..."}`
+}
+
+// secret serves extensions.secret.
+func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.SecretParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		// Never echo the params: they hold secrets.
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
+			`invalid params: send {"server":ID,"credentials":{...}}`)
+	}
+	if p.Extension != "" {
+		if err := checkExtension(p.Extension); err != nil {
+			return nil, err
+		}
+	}
+	if p.Server == "" || p.Credentials == nil {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server",
+			`send {"server":ID,"credentials":{...}}; {} as credentials clears them`)
+	}
+	cfg, ok := d.serverSettings(p.Server)
+	if !ok {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
+			"configure the server first, then enter its credentials")
+	}
+	rec, err := parseCredentials(&cfg, p.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	if d.creds.v.Locked() {
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked"),
+			"unlock it with 'pikoctl vault unlock'")
+	}
+	c := d.creds
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, err := c.loadLocked(p.Server)
+	if err != nil {
+		return nil, err
+	}
+	rec.Identity = identity(&cfg)
+	if old != nil {
+		rec.Generation = old.Generation
+	}
+	rec.Generation++
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.v.Set(vaultName(p.Server), b); err != nil {
+		return nil, fmt.Errorf("storing the credentials of %q: %w", p.Server, err)
+	}
+	c.recs[p.Server] = rec
+	c.rebuildLocked()
+	res := contracts.SecretResult{Server: p.Server, Fields: []string{}, Cleared: rec.empty(), Generation: rec.Generation,
+		ReconnectRequired: d.sup.Generation(p.Server) != 0}
+	for k := range rec.Env {
+		res.Fields = append(res.Fields, "env."+k)
+	}
+	for k := range rec.Headers {
+		res.Fields = append(res.Fields, "headers."+k)
+	}
+	if rec.OAuthClientSecret != "" {
+		res.Fields = append(res.Fields, "oauthClientSecret")
+	}
+	slices.Sort(res.Fields)
+	d.log.Info().Str("server", p.Server).Strs("fields", res.Fields).Uint64("generation", rec.Generation).Msg("credentials replaced")
+	return res, nil
+}
+
+// vaultUnlock serves vault.unlock.
+func (d *daemon) vaultUnlock(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.VaultUnlockParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params", `invalid params: send {"passphrase":"..."}`)
+	}
+	if err := d.creds.v.Unlock(vault.NewSecret(p.Passphrase)); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	servers := d.settings.Servers
+	d.mu.Unlock()
+	if err := d.creds.loadAll(servers); err != nil {
+		d.log.Error().Err(err).Msg("reading credentials after unlock")
+	}
+	d.log.Info().Msg("vault unlocked")
+	return contracts.VaultUnlockResult{Vault: d.creds.v.Status()}, nil
+}

@@ -1,0 +1,477 @@
+//go:build linux
+
+package vault
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// childEnv names the scenario a re-executed test binary runs. keyring
+// registers its secret-service backend, and godbus caches the session bus,
+// once per process at init, so each scenario needs a process whose
+// DBUS_SESSION_BUS_ADDRESS points at the private bus from the start.
+const childEnv = "PIKOD_VAULT_TEST_CHILD"
+
+// fakeBus listens on a unix socket, accepts connections and never answers.
+func fakeBus(t *testing.T) (addr string, accepted *atomic.Int32) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "bus")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = new(atomic.Int32)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return "unix:path=" + path, accepted
+}
+
+// TestHungBus: a session bus that accepts and never answers costs auto at
+// most BusProbe (then the file backend, with the reason in Status), and an
+// explicit secret-service Open returns vault_timeout instead of hanging.
+func TestHungBus(t *testing.T) {
+	addr, accepted := fakeBus(t)
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
+
+	cfg := fileConfig(t, nil)
+	cfg.Backend = BackendAuto
+	cfg.BusProbe = 300 * time.Millisecond
+	v := mustOpen(t, cfg)
+	st := v.Status()
+	if st.Backend != "file" || !strings.Contains(st.Note, "auto: no keyring") || !strings.Contains(st.Note, "did not answer") {
+		t.Errorf("auto on a hung bus: Status() = %+v, want the file backend and the reason", st)
+	}
+	if err := v.Set("a", []byte("one")); err != nil {
+		t.Errorf("the fallback vault does not serve: %v", err)
+	}
+
+	_, err := Open(Config{Backend: BackendSecretService, OpTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, contracts.ErrUnavailable) || reason(err) != "vault_timeout" {
+		t.Errorf("Open(secret-service) on a hung bus = %v (reason %q), want vault_timeout", err, reason(err))
+	}
+	if n := accepted.Load(); n < 2 {
+		t.Errorf("the fake bus saw %d connections, want one per Open", n)
+	}
+}
+
+func TestNoBus(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"disabled:", "disabled"},
+		{"unix:path=/nonexistent/pikod-test-bus", "cannot reach the session bus"},
+		{"", "not set"},
+		{"nonce-tcp:host=127.0.0.1,port=1", "unsupported bus address"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			t.Setenv("DBUS_SESSION_BUS_ADDRESS", tc.addr)
+			cfg := fileConfig(t, nil)
+			cfg.Backend = BackendAuto
+			v := mustOpen(t, cfg)
+			if st := v.Status(); st.Backend != "file" || !strings.Contains(st.Note, tc.want) {
+				t.Errorf("auto: Status() = %+v, want file and %q", st, tc.want)
+			}
+			_, err := Open(Config{Backend: BackendSecretService})
+			if reason(err) != "vault_unavailable" || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open(secret-service) = %v, want vault_unavailable mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeBusPath(t *testing.T) {
+	for _, tc := range []struct {
+		path, want string
+		ok         bool
+	}{
+		{"/org/freedesktop/secrets/collection/login", "login", true},
+		{"/org/freedesktop/secrets/collection/my_20keys", "my keys", true},
+		{"/org/freedesktop/secrets/collection/", "", false},
+		{"/org/freedesktop/secrets/aliases/default", "", false},
+	} {
+		got, ok := collectionName(dbus.ObjectPath(tc.path))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("collectionName(%q) = %q, %v; want %q, %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+	if got := unescapeBusValue("/tmp/a%2cb"); got != "/tmp/a,b" {
+		t.Errorf("unescapeBusValue = %q", got)
+	}
+}
+
+// requireTool fails (never skips, unless PIKO_SKIP_SECRET_SERVICE=1) when
+// a program the secret-service tests need is missing.
+func requireTool(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			if os.Getenv("PIKO_SKIP_SECRET_SERVICE") == "1" {
+				t.Skipf("%s not installed and PIKO_SKIP_SECRET_SERVICE=1", n)
+			}
+			t.Fatalf("%s is not installed: the secret-service tests need it "+
+				"(apt-get install gnome-keyring dbus dbus-x11), or set PIKO_SKIP_SECRET_SERVICE=1", n)
+		}
+	}
+}
+
+// privateBus starts a dbus-daemon with a config of its own (no service
+// directories, so nothing is activated behind the test's back) and returns
+// its address.
+func privateBus(t *testing.T, dir string) string {
+	t.Helper()
+	conf := filepath.Join(dir, "bus.conf")
+	err := os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=`+filepath.Join(dir, "bus")+`</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DBUS_SESSION_BUS_ADDRESS=disabled:"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	// dbus-daemon prints its address once it listens.
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("dbus-daemon printed no address: %v\n%s", err, stderr.String())
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestSecretService runs the real Secret Service scenarios, each in a child
+// process on a private bus.
+func TestSecretService(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("in a child process")
+	}
+	requireTool(t, "dbus-daemon", "gnome-keyring-daemon")
+	for _, scenario := range []string{"roundtrip", "hang"} {
+		t.Run(scenario, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "pk")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			addr := privateBus(t, dir)
+			for _, d := range []string{"home", "data", "run", "config", "cache"} {
+				os.MkdirAll(filepath.Join(dir, d), 0o700)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSecretServiceChild$", "-test.v", "-test.count=1")
+			var env []string
+			for _, kv := range os.Environ() {
+				k, _, _ := strings.Cut(kv, "=")
+				switch k {
+				case "DBUS_SESSION_BUS_ADDRESS", "HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", childEnv:
+					continue
+				}
+				env = append(env, kv)
+			}
+			cmd.Env = append(env,
+				childEnv+"="+scenario,
+				"DBUS_SESSION_BUS_ADDRESS="+addr,
+				"HOME="+filepath.Join(dir, "home"),
+				"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+				"XDG_RUNTIME_DIR="+filepath.Join(dir, "run"),
+				"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+				"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
+			)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			out, err := cmd.CombinedOutput()
+			if err != nil || !bytes.Contains(out, []byte("--- PASS: TestSecretServiceChild")) {
+				t.Fatalf("child %s: %v\n%s", scenario, err, out)
+			}
+			t.Logf("child %s:\n%s", scenario, out)
+		})
+	}
+}
+
+// TestSecretServiceChild is the child half of TestSecretService; run
+// alone it does nothing.
+func TestSecretServiceChild(t *testing.T) {
+	switch os.Getenv(childEnv) {
+	case "":
+		return
+	case "roundtrip":
+		childRoundtrip(t)
+	case "hang":
+		childHang(t)
+	default:
+		t.Fatalf("unknown scenario %q", os.Getenv(childEnv))
+	}
+}
+
+// keyringDaemon runs gnome-keyring-daemon (secrets only) on the session
+// bus, with the login keyring unlocked by a password on stdin, and tracks
+// who owns org.freedesktop.secrets.
+type keyringDaemon struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	sigs   chan *dbus.Signal
+	conn   *dbus.Conn
+}
+
+func newKeyringDaemon(t *testing.T) *keyringDaemon {
+	t.Helper()
+	conn, err := dbus.SessionBusPrivate()
+	if err != nil {
+		t.Fatalf("connecting to the private bus: %v", err)
+	}
+	if err := conn.Auth(nil); err != nil {
+		t.Fatalf("auth on the private bus: %v", err)
+	}
+	if err := conn.Hello(); err != nil {
+		t.Fatalf("hello on the private bus: %v", err)
+	}
+	k := &keyringDaemon{t: t, conn: conn, sigs: make(chan *dbus.Signal, 16)}
+	conn.Signal(k.sigs)
+	rule := "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" + ssName + "'"
+	if err := conn.BusObject().Call("org.freedesktop.DBus.AddMatch", 0, rule).Err; err != nil {
+		t.Fatalf("AddMatch: %v", err)
+	}
+	t.Cleanup(func() {
+		k.stop()
+		conn.Close()
+	})
+	return k
+}
+
+func (k *keyringDaemon) owned() bool {
+	var has bool
+	if err := k.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, ssName).Store(&has); err != nil {
+		k.t.Fatalf("NameHasOwner: %v", err)
+	}
+	return has
+}
+
+// waitOwner waits for the NameOwnerChanged signal that makes the name
+// owned (or released), checking the current state first.
+func (k *keyringDaemon) waitOwner(want bool) {
+	k.t.Helper()
+	if k.owned() == want {
+		return
+	}
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case s := <-k.sigs:
+			if s.Name == "org.freedesktop.DBus.NameOwnerChanged" && len(s.Body) == 3 {
+				if newOwner, _ := s.Body[2].(string); (newOwner != "") == want {
+					return
+				}
+			}
+		case <-timeout:
+			k.t.Fatalf("org.freedesktop.secrets owned=%v never came\n%s", want, k.stderr.String())
+		}
+	}
+}
+
+func (k *keyringDaemon) start() {
+	k.t.Helper()
+	cmd := exec.Command("gnome-keyring-daemon", "--foreground", "--components=secrets", "--unlock")
+	cmd.Stdin = strings.NewReader("test-password") // --unlock reads it to EOF
+	cmd.Stderr = &k.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		k.t.Fatalf("starting gnome-keyring-daemon: %v", err)
+	}
+	k.cmd = cmd
+	k.waitOwner(true)
+}
+
+func (k *keyringDaemon) stop() {
+	if k.cmd == nil {
+		return
+	}
+	k.cmd.Process.Signal(syscall.SIGCONT)
+	k.cmd.Process.Kill()
+	k.cmd.Wait()
+	k.cmd = nil
+	k.waitOwner(false)
+}
+
+func childRoundtrip(t *testing.T) {
+	k := newKeyringDaemon(t)
+	k.start()
+	cfg := Config{Backend: BackendSecretService, Service: "pikod-test"}
+	v := mustOpen(t, cfg)
+	if st := v.Status(); st.Backend != "secret-service" || !strings.Contains(st.Note, `"login"`) {
+		t.Fatalf("Status() = %+v", st)
+	}
+	const name = "server:learn/headers.Authorization"
+	if _, err := v.Get(name); !errors.Is(err, contracts.ErrNotFound) {
+		t.Fatalf("Get before Set = %v, want ErrNotFound", err)
+	}
+	if err := v.Set(name, []byte(canary)); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if got, err := v.Get(name); err != nil || string(got) != canary {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+
+	// The keyring daemon restarts; the item is in its keyring file.
+	k.stop()
+	k.start()
+	if got, err := v.Get(name); err != nil || string(got) != canary {
+		t.Fatalf("Get after the keyring daemon restarted = %q, %v", got, err)
+	}
+	// A vault for another service does not see it; auto picks the service.
+	other := mustOpen(t, Config{Backend: BackendAuto, Service: "pikod-other", Dir: filepath.Join(t.TempDir(), "vault")})
+	if st := other.Status(); st.Backend != "secret-service" || !strings.HasPrefix(st.Note, "auto: ") {
+		t.Errorf("auto with a secret service: Status() = %+v", st)
+	}
+	if _, err := other.Get(name); !errors.Is(err, contracts.ErrNotFound) {
+		t.Errorf("other service Get = %v, want ErrNotFound", err)
+	}
+
+	if err := v.Delete(name); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := v.Get(name); !errors.Is(err, contracts.ErrNotFound) {
+		t.Fatalf("Get after Delete = %v, want ErrNotFound", err)
+	}
+	if err := v.Delete(name); err != nil {
+		t.Errorf("Delete of an absent item: %v", err)
+	}
+	v2 := mustOpen(t, cfg)
+	if _, err := v2.Get(name); !errors.Is(err, contracts.ErrNotFound) {
+		t.Errorf("Get from a new vault after Delete = %v, want ErrNotFound", err)
+	}
+
+	// A locked collection is an error, not an unlock prompt nobody answers.
+	if err := v.Set(name, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	var unlocked []dbus.ObjectPath
+	var prompt dbus.ObjectPath
+	err := k.conn.Object(ssName, ssPath).Call("org.freedesktop.Secret.Service.Lock", 0,
+		[]dbus.ObjectPath{ssCollectionPath + "login"}).Store(&unlocked, &prompt)
+	if err != nil || prompt != "/" {
+		t.Fatalf("locking the collection: %v (prompt %q)", err, prompt)
+	}
+	if _, err := v.Get(name); reason(err) != "vault_locked" {
+		t.Errorf("Get from a locked collection = %v, want vault_locked", err)
+	}
+	if _, err := v.Get(name); reason(err) != "vault_locked" {
+		t.Errorf("second Get from a locked collection = %v, want vault_locked (not a stuck call)", err)
+	}
+	fmt.Fprintln(os.Stderr, "roundtrip done")
+}
+
+func childHang(t *testing.T) {
+	k := newKeyringDaemon(t)
+	k.start()
+	v := mustOpen(t, Config{Backend: BackendSecretService, Service: "pikod-test", OpTimeout: time.Second})
+	if err := v.Set("a", []byte("one")); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+
+	// The keyring daemon stops answering; the bus itself still does.
+	if err := k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Get("a"); !errors.Is(err, contracts.ErrUnavailable) || reason(err) != "vault_timeout" {
+		t.Fatalf("Get from a stopped keyring = %v, want vault_timeout", err)
+	}
+	if _, err := v.Get("a"); reason(err) != "vault_timeout" || !strings.Contains(err.Error(), "still busy") {
+		t.Errorf("second Get = %v, want an immediate vault_timeout", err)
+	}
+	if st := v.Status(); st.Backend != "secret-service" {
+		t.Errorf("Status while stuck = %+v", st)
+	}
+	_, err := Open(Config{Backend: BackendSecretService, OpTimeout: time.Second})
+	if reason(err) != "vault_timeout" {
+		t.Errorf("Open(secret-service) with a stopped keyring = %v, want vault_timeout", err)
+	}
+	auto := mustOpen(t, Config{Backend: BackendAuto, BusProbe: time.Second, Dir: filepath.Join(t.TempDir(), "vault")})
+	if st := auto.Status(); st.Backend != "file" || !strings.Contains(st.Note, "did not answer") {
+		t.Errorf("auto with a stopped keyring: Status() = %+v", st)
+	}
+
+	// It answers again: the stuck call returns and the vault serves.
+	v.mu.Lock()
+	stuck := v.stuck
+	v.mu.Unlock()
+	if stuck == nil {
+		t.Fatal("no stuck call recorded")
+	}
+	if err := k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stuck:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stuck call never returned after SIGCONT")
+	}
+	if got, err := v.Get("a"); err != nil || string(got) != "one" {
+		t.Errorf("Get after the keyring resumed = %q, %v", got, err)
+	}
+}
