@@ -35,6 +35,17 @@ type Options struct {
 	PATH string
 	// Resolver resolves HTTP hosts; nil uses the system resolver.
 	Resolver Resolver
+	// Credentials returns a server's private environment variables (stdio)
+	// or headers (http, sse) at connect time; nil means none. An error
+	// fails the connect (a locked vault, credentials for another identity).
+	Credentials func(serverID string) (Credentials, error)
+}
+
+// Credentials are one server's private values, added after the settings'
+// own env or headers (they win on a clash).
+type Credentials struct {
+	Env     map[string]string
+	Headers map[string]string
 }
 
 // Supervisor owns one session per configured server and every goroutine
@@ -221,9 +232,14 @@ func (s *Supervisor) requestError(sess *session, c *conn, what string, err error
 		return &upstreamErr{what: what, u: u}
 	}
 	if errors.Is(err, transport.ErrSessionTerminated) {
-		// The server forgot the session: the next request re-initialises;
-		// this one is never replayed.
+		// The server answered 404 for the session: it did not run the
+		// request. The next request re-initialises; this one is never
+		// replayed.
 		sess.lostConn(c, "the server ended the session (HTTP 404); the next request starts a new one", contracts.StateIdle)
+		return contracts.WithHint(
+			contracts.Errorf(contracts.ErrUnavailable, "session_expired",
+				"%s on %q was refused: the server no longer knows this session (HTTP 404), so it did not run it", what, sess.cfg.ID),
+			"ask again: the next request starts a new session (pikod does not resend it by itself)")
 	}
 	if why := c.lost.Load(); why != nil {
 		err = fmt.Errorf("%w: %s", err, *why)

@@ -706,3 +706,41 @@ func TestSupervisorClose(t *testing.T) {
 	}
 	h.sup.Close() // twice is fine
 }
+
+// TestSupervisorSessionExpired: a legacy Streamable HTTP server that
+// forgets the session answers 404; that request fails as not run (never
+// replayed, never "uncertain"), and the next request starts a new session.
+func TestSupervisorSessionExpired(t *testing.T) {
+	h := newHarness(t, CatalogLimits{})
+	ctx := ctxT(t)
+	url := httpFixture(t, h.bin, "--protocol", "legacy", "--forgetful")
+	h.sup.Apply([]contracts.ServerSettings{{ID: "web", Transport: contracts.TransportHTTP, URL: url,
+		AllowPrivateNetwork: true, TimeoutMs: 10_000}})
+	if _, err := h.sup.Connect(ctx, "web"); err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	gen := h.sup.Generation("web")
+	if _, err := h.sup.CallTool(ctx, "web", "forget-session", json.RawMessage(`{}`)); err != nil {
+		t.Fatalf("forget-session: %v", err)
+	}
+	_, err := h.sup.CallTool(ctx, "web", "count", json.RawMessage(`{"nonce":"lost"}`))
+	if !errors.Is(err, contracts.ErrUnavailable) || reasonOf(err) != "session_expired" || errors.Is(err, contracts.ErrOutcomeUnknown) {
+		t.Fatalf("call on a forgotten session = %v (reason %q), want session_expired, not outcome unknown", err, reasonOf(err))
+	}
+	if st := h.status("web"); st.State != contracts.StateIdle {
+		t.Errorf("after a 404 session, state = %q, want idle", st.State)
+	}
+	// The next request reconnects with a new session; the refused call was
+	// not run and was not replayed: this call is the server's second.
+	res, err := h.sup.CallTool(ctx, "web", "count", json.RawMessage(`{"nonce":"next"}`))
+	if err != nil {
+		t.Fatalf("call after the 404: %v", err)
+	}
+	if !strings.Contains(string(res), "calls=2 nonce=next") || h.sup.Generation("web") == gen {
+		t.Errorf("call after the 404 = %s (generation %d, before %d); want a new connection", res, h.sup.Generation("web"), gen)
+	}
+	if strings.Contains(string(res), "lost") {
+		t.Errorf("the refused call was replayed: %s", res)
+	}
+	h.sup.Close()
+}
