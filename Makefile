@@ -45,6 +45,22 @@ $(INTEROP_STAMP): $(INTEROP)/package.json $(INTEROP)/package-lock.json
 	npm ci --prefix $(INTEROP) --no-audit --no-fund
 	@touch $@
 
+# The benchmark report (bench/README.md). It runs server-everything from
+# $(INTEROP) and compares with the MCP Inspector CLI pinned in
+# $(BENCH_NODE)/package-lock.json. An inspector that cannot be installed is
+# not an error: the report says so instead of giving a number.
+# BENCH_ARGS passes flags to pikobench, e.g. BENCH_ARGS='-only a,b'.
+BENCH_NODE  := bench/node
+BENCH_STAMP := $(BENCH_NODE)/node_modules/.package-lock.json
+
+.PHONY: bench
+bench: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(BENCH_STAMP) ## run the benchmarks, write bench/REPORT.md and print it
+	$(GO) run ./bench/cmd/pikobench $(BENCH_ARGS)
+
+$(BENCH_STAMP): $(BENCH_NODE)/package.json $(BENCH_NODE)/package-lock.json
+	-npm ci --prefix $(BENCH_NODE) --no-audit --no-fund --loglevel error
+	@if [ -f $@ ]; then touch $@; else echo "bench: the MCP Inspector is not installed; the report will say so" >&2; fi
+
 .PHONY: check
 check: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -27,6 +27,7 @@ var migrations = []func(tx *bolt.Tx) error{
 	migrateProcesses,
 	migrateLedger,
 	migrateSources,
+	migrateSourceData,
 }
 
 // SchemaVersion is the layout version this build writes.

@@ -42,11 +42,14 @@
 //	    │                            character; an evicted source keeps
 //	    │                            a tombstone (evicted, evictedAt,
 //	    │                            no index)
-//	    └── live/
-//	        └── <seq, uint64 big-endian> → source id; oldest first, the
-//	                                      eviction order; an entry
-//	                                      leaves when its source is
-//	                                      evicted
+//	    ├── live/
+//	    │   └── <seq, uint64 big-endian> → source id; oldest first, the
+//	    │                                 eviction order; an entry
+//	    │                                 leaves when its source is
+//	    │                                 evicted
+//	    └── data/
+//	        └── <source id> → the text of an inline source (≤ 64 KiB);
+//	                          larger ones are files in STATE/sources/
 //
 // Next to pikod.db, the tombstone file (STATE/tombstones, 0600) holds one
 // line "ID STATE UNIXTIME" per decision (approved, rejected, stale) and per
@@ -88,4 +91,6 @@
 //     the groups a killed one left.
 //  3. actions/, actions_by_time/ and receipts/: the ledger.
 //  4. sources/ with meta/ and live/: retained original results.
+//  5. sources/data/: small results (up to 64 KiB) kept inline instead of
+//     in a file each.
 package approvals

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -33,13 +34,24 @@ const (
 	// sourceIndexStride is the distance, in characters, between entries of
 	// a source's sparse character index.
 	sourceIndexStride = 1 << 16
+	// InlineSourceBytes is the largest source kept inside the database
+	// instead of a file of its own: most results are small, and a file per
+	// call costs more than the call.
+	InlineSourceBytes = 64 << 10
 )
 
 var (
 	bucketSources     = []byte("sources")
 	bucketSourceMeta  = []byte("meta")
 	bucketSourceOrder = []byte("live")
+	bucketSourceData  = []byte("data")
 )
+
+// migrateSourceData adds sources/data/ for sources kept inline (schema 5).
+func migrateSourceData(tx *bolt.Tx) error {
+	_, err := tx.Bucket(bucketSources).CreateBucketIfNotExists(bucketSourceData)
+	return err
+}
 
 // migrateSources creates sources/ with meta/ and live/ (schema 4).
 func migrateSources(tx *bolt.Tx) error {
@@ -75,6 +87,10 @@ type sourceRecord struct {
 	SourceMeta
 	Seq   uint64  `json:"seq"`
 	Index []int64 `json:"index,omitempty"`
+	// Inline sources live in sources/data/<id>, not in a file.
+	Inline bool `json:"inline,omitempty"`
+	// data is an inline source's text until it is committed.
+	data []byte
 }
 
 var sourceIDPattern = regexp.MustCompile(`^src_[0-9a-f]{32}$`)
@@ -88,6 +104,10 @@ type SourceStore struct {
 	dir string
 	cap int64
 	now func() time.Time
+
+	// inlineMax is the largest source kept inline (InlineSourceBytes;
+	// tests lower it to exercise files).
+	inlineMax int
 
 	// beforeRename, when set by tests, runs after a new source's temporary
 	// file is written and synced; an error aborts the Put there.
@@ -128,7 +148,7 @@ func OpenSourceStore(db *DB, dir string, capBytes int64, now func() time.Time) (
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restricting the sources directory: %w", err)
 	}
-	s := &SourceStore{db: db, dir: dir, cap: capBytes, now: now,
+	s := &SourceStore{db: db, dir: dir, cap: capBytes, now: now, inlineMax: InlineSourceBytes,
 		pending: map[string]sourceRecord{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	live := map[string]bool{}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -187,8 +207,10 @@ func (s *SourceStore) Put(server, tool string, text []byte) (SourceMeta, error) 
 		return SourceMeta{}, err
 	}
 	path := filepath.Join(s.dir, rec.ID)
-	if err := s.writeFile(path, text, true); err != nil {
-		return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+	if !rec.Inline {
+		if err := s.writeFile(path, text, true); err != nil {
+			return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+		}
 	}
 	if err := s.commit([]*sourceRecord{&rec}); err != nil {
 		_ = os.Remove(path)
@@ -215,8 +237,10 @@ func (s *SourceStore) PutDeferred(server, tool string, text []byte) (SourceMeta,
 		return s.Put(server, tool, text)
 	}
 	path := filepath.Join(s.dir, rec.ID)
-	if err := s.writeFile(path, text, false); err != nil {
-		return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+	if !rec.Inline {
+		if err := s.writeFile(path, text, false); err != nil {
+			return SourceMeta{}, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+		}
 	}
 	s.pmu.Lock()
 	if s.closed {
@@ -274,7 +298,9 @@ func (s *SourceStore) flush() {
 	s.pmu.Unlock()
 	if err != nil {
 		for _, r := range batch {
-			_ = os.Remove(filepath.Join(s.dir, r.ID))
+			if !r.Inline {
+				_ = os.Remove(filepath.Join(s.dir, r.ID))
+			}
 		}
 	}
 }
@@ -304,6 +330,9 @@ func (s *SourceStore) newRecord(server, tool string, text []byte) (sourceRecord,
 		CreatedAt: s.now().UTC(),
 	}}
 	rec.Chars, rec.Index = indexRunes(text)
+	if len(text) <= s.inlineMax {
+		rec.Inline, rec.data = true, bytes.Clone(text)
+	}
 	return rec, nil
 }
 
@@ -324,8 +353,13 @@ func (s *SourceStore) commit(recs []*sourceRecord) error {
 	err := s.db.bolt.Update(func(tx *bolt.Tx) error {
 		evicted, total = nil, s.total+added
 		b := tx.Bucket(bucketSources)
-		meta, order := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder)
+		meta, order, data := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder), b.Bucket(bucketSourceData)
 		for _, rec := range recs {
+			if rec.Inline {
+				if err := data.Put([]byte(rec.ID), rec.data); err != nil {
+					return err
+				}
+			}
 			seq, err := order.NextSequence()
 			if err != nil {
 				return err
@@ -346,6 +380,11 @@ func (s *SourceStore) commit(recs []*sourceRecord) error {
 			old, err := getSource(meta, v)
 			if err != nil {
 				return err
+			}
+			if old.Inline {
+				if err := data.Delete([]byte(old.ID)); err != nil {
+					return err
+				}
 			}
 			old.Evicted, old.EvictedAt, old.Index = true, s.now().UTC(), nil
 			if err := putSource(meta, old); err != nil {
@@ -496,17 +535,27 @@ func (s *SourceStore) Read(id string, offset, length int64) (contracts.SourceRea
 		return contracts.SourceReadResult{}, damaged(id, "its character index is short")
 	}
 	skip := offset - k*sourceIndexStride
-	f, err := os.Open(filepath.Join(s.dir, id))
-	if err != nil {
-		return contracts.SourceReadResult{}, damaged(id, "its file cannot be opened")
+	var src io.ReaderAt
+	if rec.Inline {
+		text, err := s.inlineData(rec)
+		if err != nil {
+			return contracts.SourceReadResult{}, err
+		}
+		src = bytes.NewReader(text)
+	} else {
+		f, err := os.Open(filepath.Join(s.dir, id))
+		if err != nil {
+			return contracts.SourceReadResult{}, damaged(id, "its file cannot be opened")
+		}
+		defer f.Close()
+		src = f
 	}
-	defer f.Close()
 	// Every character is at most 4 bytes, so this holds the window.
 	start := rec.Index[k]
 	want := min((skip+length)*utf8.UTFMax, rec.Bytes-start)
 	buf := make([]byte, want)
-	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-		return contracts.SourceReadResult{}, damaged(id, "its file cannot be read")
+	if _, err := src.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return contracts.SourceReadResult{}, damaged(id, "its data cannot be read")
 	}
 	from, n := skipRunes(buf, 0, skip)
 	to, m := skipRunes(buf, from, length)
@@ -516,6 +565,23 @@ func (s *SourceStore) Read(id string, offset, length int64) (contracts.SourceRea
 	res.Text = string(buf[from:to])
 	res.EOF = offset+length >= rec.Chars
 	return res, nil
+}
+
+// inlineData returns an inline source's text: from the pending record, or
+// from sources/data/.
+func (s *SourceStore) inlineData(rec sourceRecord) ([]byte, error) {
+	if rec.data != nil {
+		return rec.data, nil
+	}
+	var out []byte
+	err := s.db.bolt.View(func(tx *bolt.Tx) error {
+		out = bytes.Clone(tx.Bucket(bucketSources).Bucket(bucketSourceData).Get([]byte(rec.ID)))
+		return nil
+	})
+	if err != nil || out == nil {
+		return nil, damaged(rec.ID, "its inline data is missing")
+	}
+	return out, nil
 }
 
 func damaged(id, why string) error {

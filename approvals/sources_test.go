@@ -33,6 +33,8 @@ func openSources(t *testing.T, capBytes int64) (*SourceStore, *DB, string) {
 		t.Fatalf("OpenSourceStore: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// These tests look at files; TestSourceInline covers inline sources.
+	s.inlineMax = -1
 	return s, db, dir
 }
 
@@ -249,6 +251,7 @@ func TestSourcePermissionsAndAtomicity(t *testing.T) {
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
 		t.Errorf("sources directory mode = %v, want 0700", fi.Mode().Perm())
 	}
+	s.inlineMax = -1
 	m, err := s.Put("srv", "tool", []byte("hello"))
 	if err != nil {
 		t.Fatal(err)
@@ -402,4 +405,77 @@ func TestSourcePutDeferred(t *testing.T) {
 	if _, err := s2.Meta(m.ID); err != nil {
 		t.Errorf("PutDeferred after Close did not commit: %v", err)
 	}
+}
+
+func TestSourceInline(t *testing.T) {
+	s, db, dir := openSources(t, 10<<10)
+	s.inlineMax = InlineSourceBytes
+	text := []byte(`{"content":[{"type":"text","text":"inline é 🙂"}]}`)
+	a, err := s.Put("srv", "tool", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.PutDeferred("srv", "tool", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("inline sources wrote %d files, want none", len(entries))
+	}
+	for _, id := range []string{a.ID, d.ID} {
+		if r, err := s.Read(id, 6, 0); err != nil || r.Text != string([]rune(string(text))[6:]) {
+			t.Errorf("Read(%s, 6) = %+v, %v", id, r, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := OpenSourceStore(db, dir, 10<<10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if r, err := s2.Read(d.ID, 0, 0); err != nil || r.Text != string(text) {
+		t.Errorf("after reopen, Read(deferred inline) = %+v, %v", r, err)
+	}
+	// Eviction of inline sources drops their data and leaves tombstones.
+	for i := 0; i < 3; i++ {
+		if _, err := s2.Put("srv", "tool", bytes.Repeat([]byte("b"), 4<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s2.Read(a.ID, 0, 1)
+	if contracts.ToError(err).Reason() != "source_evicted" {
+		t.Errorf("Read(evicted inline) = %v, want source_evicted", err)
+	}
+	_ = db.bolt.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketSources).Bucket(bucketSourceData).Get([]byte(a.ID)); v != nil {
+			t.Errorf("evicted inline source still has %d bytes of data", len(v))
+		}
+		return nil
+	})
+}
+
+func TestMigrationSourceData(t *testing.T) {
+	db, path := openTemp(t)
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketSources).DeleteBucket(bucketSourceData); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte("4"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.bolt.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSources).Bucket(bucketSourceData) == nil {
+			t.Error("migration 5 did not create sources/data/")
+		}
+		return nil
+	})
 }

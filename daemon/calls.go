@@ -195,7 +195,12 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 			d.log.Error().Err(ferr).Str("action", ex.actionID).Msg("recording the end of a call")
 		}
 	}
-	d.log.Info().Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).
+	// Calls with effects are logged at info, reads at debug.
+	ev := d.log.Info()
+	if ex.kind == contracts.ReceiptRead {
+		ev = d.log.Debug()
+	}
+	ev.Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).
 		Str("receipt", rec.ID).Str("action", ex.actionID).Msg("call")
 	return res, nil
 }

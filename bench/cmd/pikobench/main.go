@@ -1,0 +1,348 @@
+// Command pikobench measures pikod against direct MCP SDK calls and one-shot
+// CLIs, and writes a Markdown report (bench/REPORT.md by default) that it
+// also prints. Numbers are medians and ratios from one run on this machine;
+// nothing here is asserted by any test. `make bench` runs it; bench/README.md
+// explains the scenarios and how to read them.
+//
+// It builds pikod, pikoctl and the fixture MCP server release-like (no race
+// detector, -trimpath) into a temporary directory, and gives every scenario
+// its own daemon with its own state directory and socket, stopped by pid
+// with SIGINT at the end.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// config is what the flags choose.
+type config struct {
+	root          string
+	out           string
+	calls, warmup int
+	duration      time.Duration
+	ctlRuns       int
+	inspectorRuns int
+	discoveryRuns int
+	interopDir    string
+	nodeDir       string
+	only          map[string]bool
+	perfOut       string
+	stateRoot     string
+}
+
+// results are the figures the targets are judged on; nil when the
+// scenario did not run.
+type results struct {
+	haveLatency                                 bool
+	directEcho, directAdd, pikodRead, pikodAuto summary
+	readRate32                                  *float64
+	ctlP50                                      *time.Duration
+	rss64                                       *int64
+}
+
+type runner struct {
+	cfg   config
+	bin   *binaries
+	nproc int
+	res   results
+	rep   report
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "pikobench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg config
+	var only string
+	flag.StringVar(&cfg.out, "out", "bench/REPORT.md", "report file (relative to the module root)")
+	flag.IntVar(&cfg.calls, "calls", 2000, "timed sequential calls per path in (a)")
+	flag.IntVar(&cfg.warmup, "warmup", 200, "warm-up calls per path in (a)")
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "duration of each throughput level in (b)")
+	flag.IntVar(&cfg.ctlRuns, "ctl-runs", 50, "pikoctl process runs per command in (c)")
+	flag.IntVar(&cfg.inspectorRuns, "inspector-runs", 8, "one-shot client runs per command in (c)")
+	flag.IntVar(&cfg.discoveryRuns, "discovery-runs", 5, "timed discoveries per page size in (e)")
+	flag.StringVar(&cfg.interopDir, "interop", "tests/interop", "npm prefix holding server-everything (make interop-deps)")
+	flag.StringVar(&cfg.nodeDir, "node", "bench/node", "npm prefix holding @modelcontextprotocol/inspector")
+	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (a,b,c,d,e); default all")
+	flag.StringVar(&cfg.stateRoot, "state-root", os.TempDir(), "directory for the daemons' state dirs and sockets (its file system shows in the numbers: retained results are files)")
+	flag.StringVar(&cfg.perfOut, "perf", "", "record a perf profile of pikod during the read-grant load at concurrency 32 into this file")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	if only != "" {
+		cfg.only = map[string]bool{}
+		for s := range strings.SplitSeq(only, ",") {
+			s = strings.TrimSpace(s)
+			if len(s) != 1 || s < "a" || s > "e" {
+				return fmt.Errorf("-only: unknown scenario %q (want a letter a to e)", s)
+			}
+			cfg.only[s] = true
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cfg.root = root
+	for _, p := range []*string{&cfg.out, &cfg.interopDir, &cfg.nodeDir} {
+		if !filepath.IsAbs(*p) {
+			*p = filepath.Join(root, *p)
+		}
+	}
+	// Children the daemon starts must never reach a desktop session bus.
+	os.Setenv("DBUS_SESSION_BUS_ADDRESS", "disabled:")
+
+	r := &runner{cfg: cfg, nproc: runtime.NumCPU()}
+	r.logf("building pikod, pikoctl and the fixture (-trimpath, no -race)")
+	if r.bin, err = buildBinaries(root); err != nil {
+		return err
+	}
+	defer os.RemoveAll(r.bin.dir)
+	defer removeInstanceDirs()
+
+	started := time.Now()
+	r.rep.header = r.machine(started)
+	var failed []error
+	for _, s := range []struct {
+		key string
+		run func() error
+	}{
+		{"a", r.scenarioLatency},
+		{"b", r.scenarioThroughput},
+		{"c", r.scenarioCLI},
+		{"d", r.scenarioRSS},
+		{"e", r.scenarioDiscovery},
+	} {
+		if cfg.only != nil && !cfg.only[s.key] {
+			continue
+		}
+		if err := s.run(); err != nil {
+			// Keep going: one broken scenario should not hide the others.
+			r.logf("scenario (%s) failed: %v", s.key, err)
+			r.rep.section(fmt.Sprintf("(%s) FAILED", s.key), "This scenario did not complete: "+firstLine(err.Error()), nil)
+			failed = append(failed, fmt.Errorf("scenario (%s): %w", s.key, err))
+		}
+	}
+	r.rep.targets = r.targets()
+	r.rep.footer = fmt.Sprintf("Total benchmark time: %.0f s. Load average at the end (1, 5, 15 min): %s; "+
+		"anything else running on the machine shows in the numbers.", time.Since(started).Seconds(), loadAverage())
+
+	text := r.rep.markdown()
+	fmt.Print("\n" + text)
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg.out, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	r.logf("report written to %s", cfg.out)
+	return errors.Join(failed...)
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pikobench: "+format+"\n", args...)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// moduleRoot finds the directory of go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root with go env GOMOD: %w", err)
+	}
+	p := strings.TrimSpace(string(out))
+	if p == "" || p == os.DevNull {
+		return "", errors.New("not inside the pikod module: run from the repository (make bench)")
+	}
+	return filepath.Dir(p), nil
+}
+
+// machine describes where and when the numbers were taken.
+func (r *runner) machine(now time.Time) string {
+	cpu := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	cmdOut := func(dir, name string, args ...string) string {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			return "unknown"
+		}
+		return strings.TrimSpace(string(out))
+	}
+	mem := "unknown"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		mem = strings.Join(strings.Fields(strings.TrimPrefix(line, "MemTotal:")), " ")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| date | %s |\n", now.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "| commit | %s |\n", cmdOut(r.cfg.root, "git", "describe", "--tags", "--always", "--dirty"))
+	fmt.Fprintf(&b, "| cores (nproc) | %d |\n", r.nproc)
+	fmt.Fprintf(&b, "| CPU | %s |\n", cpu)
+	fmt.Fprintf(&b, "| memory | %s |\n", mem)
+	fmt.Fprintf(&b, "| kernel | %s |\n", cmdOut("", "uname", "-sr"))
+	fmt.Fprintf(&b, "| Go | %s |\n", runtime.Version())
+	fmt.Fprintf(&b, "| node | %s |\n", cmdOut("", "node", "--version"))
+	fmt.Fprintf(&b, "| daemon state dirs | %s |\n", fileSystemOf(r.cfg.stateRoot))
+	fmt.Fprintf(&b, "| load average at start (1, 5, 15 min) | %s |\n", loadAverage())
+	fmt.Fprintf(&b, "| build | pikod, pikoctl, fixture: `go build -trimpath` (no -race); pikod at its default log level (info) |\n")
+	return b.String()
+}
+
+// loadAverage reads the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+// target is one goal of the issue and what this run measured.
+type target struct {
+	goal, measured string
+	met            *bool
+}
+
+func (r *runner) targets() []target {
+	verdict := func(ok bool) *bool { return &ok }
+	var ts []target
+	t := target{goal: "read-call overhead over a direct mcp-go call under 150 µs at p50", measured: "not measured"}
+	if r.res.haveLatency {
+		over := r.res.pikodRead.p50 - r.res.directEcho.p50
+		t.measured = fmt.Sprintf("%s (pikod %s, direct %s)", fmtDur(over), fmtDur(r.res.pikodRead.p50), fmtDur(r.res.directEcho.p50))
+		t.met = verdict(over < 150*time.Microsecond)
+	}
+	ts = append(ts, t)
+	t = target{goal: "at least 5,000 read calls/s at concurrency 32 on 2 cores", measured: "not measured"}
+	if r.res.readRate32 != nil {
+		t.measured = fmt.Sprintf("%s calls/s on %d cores", fmtRate(*r.res.readRate32), r.nproc)
+		t.met = verdict(*r.res.readRate32 >= 5000)
+	}
+	ts = append(ts, t)
+	t = target{goal: "`pikoctl mcp call` p50 under 15 ms", measured: "not measured"}
+	if r.res.ctlP50 != nil {
+		t.measured = fmtDur(*r.res.ctlP50) + " (fixture echo)"
+		t.met = verdict(*r.res.ctlP50 < 15*time.Millisecond)
+	}
+	ts = append(ts, t)
+	t = target{goal: "pikod under 40 MB RSS with 64 connected servers", measured: "not measured"}
+	if r.res.rss64 != nil {
+		t.measured = fmtMB(*r.res.rss64)
+		t.met = verdict(*r.res.rss64 < 40_000_000)
+	}
+	ts = append(ts, t)
+	return ts
+}
+
+// report is the Markdown document the run produces.
+type report struct {
+	header   string
+	targets  []target
+	sections []section
+	footer   string
+}
+
+type section struct {
+	title, note string
+	table       *table
+}
+
+func (rep *report) section(title, note string, t *table) {
+	rep.sections = append(rep.sections, section{title: title, note: note, table: t})
+}
+
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) markdown() string {
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + strings.ReplaceAll(c, "|", `\|`) + " |")
+		}
+		b.WriteString("\n")
+	}
+	line(t.header)
+	sep := make([]string, len(t.header))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	line(sep)
+	for _, r := range t.rows {
+		line(r)
+	}
+	return b.String()
+}
+
+func (rep *report) markdown() string {
+	var b strings.Builder
+	b.WriteString("# pikod benchmark report\n\n")
+	b.WriteString("Written by `make bench` (bench/cmd/pikobench). Medians and ratios from one run on the " +
+		"machine below; no test asserts any of them. bench/README.md explains each scenario.\n\n")
+	b.WriteString(rep.header + "\n")
+	b.WriteString("## Targets\n\n")
+	tt := &table{header: []string{"target", "this run", "verdict"}}
+	for _, t := range rep.targets {
+		v := "not measured"
+		if t.met != nil {
+			v = map[bool]string{true: "met", false: "not met"}[*t.met]
+		}
+		tt.add(t.goal, t.measured, v)
+	}
+	b.WriteString(tt.markdown() + "\n")
+	for _, t := range rep.targets {
+		switch {
+		case t.met == nil:
+			fmt.Fprintf(&b, "- Target %s: not measured in this run.\n", t.goal)
+		case *t.met:
+			fmt.Fprintf(&b, "- Target %s: met (%s).\n", t.goal, t.measured)
+		default:
+			fmt.Fprintf(&b, "- Target %s: not met (%s).\n", t.goal, t.measured)
+		}
+	}
+	b.WriteString("\n")
+	for _, s := range rep.sections {
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", s.title, s.note)
+		if s.table != nil {
+			b.WriteString(s.table.markdown() + "\n")
+		}
+	}
+	b.WriteString(rep.footer + "\n")
+	return b.String()
+}
