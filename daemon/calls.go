@@ -40,7 +40,7 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (any, error) {
 				"tool %q of server %q is not selected for execution", tool.OriginalName, server),
 			`add it to the server's "tools" in the settings to allow calls`)
 	case contracts.GrantRead:
-		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args})
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args, validated: tool.Digest})
 	case contracts.GrantAutonomous:
 		fp, err := d.fingerprints(ctx, server, tool.OriginalName)
 		if err != nil {
@@ -50,7 +50,7 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID})
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID, validated: tool.Digest})
 	}
 	fp, err := d.fingerprints(ctx, server, tool.OriginalName)
 	if err != nil {
@@ -120,6 +120,9 @@ type execution struct {
 	tool     string
 	args     []byte
 	actionID string // ledger action of approved and autonomous calls
+	// validated is the digest of the tool definition args were checked
+	// against here (Call re-checks if the definition changed since).
+	validated string
 }
 
 // execute sends the call, retains the original result, and answers with a
@@ -130,7 +133,8 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		pp.RequestID = req.ID
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
 	}
-	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args, Progress: progress})
+	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args,
+		Progress: progress, ValidatedDigest: ex.validated})
 	state, reason := contracts.ActionCompleted, ""
 	switch {
 	case err != nil && errors.Is(err, contracts.ErrOutcomeUnknown):
@@ -324,7 +328,10 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (any, err
 		return nil, err
 	}
 	d.log.Info().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).Msg("action approved; dispatching")
-	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments, actionID: a.ID})
+	// The arguments were validated when the action was prepared, against
+	// the definition whose digest approval just confirmed unchanged.
+	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments,
+		actionID: a.ID, validated: a.Fingerprints.Tool})
 }
 
 // sourceRead serves source.read.

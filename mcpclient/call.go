@@ -35,6 +35,11 @@ type CallRequest struct {
 	// HardMax bounds the whole call however much progress the server
 	// reports. Default 10 × the server's timeoutMs; at most 1 h.
 	HardMax time.Duration
+	// ValidatedDigest, when it equals the tool's current definition
+	// digest, says the caller already canonicalised Arguments and
+	// validated them against that very definition's input schema, so Call
+	// does not repeat the work. Any other value (or "") makes Call check.
+	ValidatedDigest string
 }
 
 // CallOutcome is what the server answered.
@@ -78,18 +83,20 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	canon, err := CanonicalArguments(args)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(canon, args) {
-		// The bytes sent must be the bytes that were hashed: a caller that
-		// skipped CanonicalArguments is a bug, not something to repair here.
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
-			"the arguments of tool %q are not in canonical form", truncate(req.Tool, 200))
-	}
-	if err := toolSchemas.Validate(tool.InputSchema, args); err != nil {
-		return nil, err
+	if req.ValidatedDigest == "" || req.ValidatedDigest != tool.Digest {
+		canon, err := CanonicalArguments(args)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(canon, args) {
+			// The bytes sent must be the bytes that were hashed: a caller that
+			// skipped CanonicalArguments is a bug, not something to repair here.
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
+				"the arguments of tool %q are not in canonical form", truncate(req.Tool, 200))
+		}
+		if err := toolSchemas.Validate(tool.InputSchema, args); err != nil {
+			return nil, err
+		}
 	}
 
 	timeout := time.Duration(sess.cfg.Timeout()) * time.Millisecond

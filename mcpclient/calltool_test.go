@@ -37,4 +37,3 @@ func (s *Supervisor) CallTool(ctx context.Context, id, tool string, arguments js
 	}
 	return res, nil
 }
-

@@ -380,10 +380,20 @@ func pinOf(mode string) string {
 
 // transport builds the mcp-go transport for the server's settings.
 func (s *session) transport(c *conn, mode string, listen bool) (transport.Interface, error) {
+	var creds Credentials
+	if s.sup.opts.Credentials != nil {
+		var err error
+		if creds, err = s.sup.opts.Credentials(s.cfg.ID); err != nil {
+			return nil, err
+		}
+	}
 	switch s.cfg.Transport {
 	case contracts.TransportStdio:
 		env := map[string]string{}
 		for k, v := range s.cfg.Env {
+			env[k] = v
+		}
+		for k, v := range creds.Env {
 			env[k] = v
 		}
 		p, err := StartProcess(ProcessSpec{
@@ -400,8 +410,15 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		stdout := &watchedReader{r: p.Stdout(), onErr: func(err error) { c.stdoutEnded(err) }}
 		return transport.NewIO(stdout, p.Stdin(), nil), nil
 	case contracts.TransportHTTP, contracts.TransportSSE:
+		headers := map[string]string{}
+		for k, v := range s.cfg.Headers {
+			headers[k] = v
+		}
+		for k, v := range creds.Headers {
+			headers[k] = v
+		}
 		hc, err := NewGuardedClient(GuardConfig{
-			URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: s.cfg.Headers,
+			URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
 			MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
 		})
 		if err != nil {
