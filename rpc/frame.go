@@ -101,6 +101,48 @@ type stream struct {
 
 	// filter, when set, rewrites each outgoing frame (see Options.Filter).
 	filter func([]byte) []byte
+
+	// pmu guards params: each request's params exactly as received, by id.
+	// jsonrpc2 decodes a request through a map and encodes params again,
+	// which would collapse duplicate keys and replace invalid text before
+	// pikod could refuse them; handlers take the original bytes from here.
+	pmu    sync.Mutex
+	params map[string]json.RawMessage
+}
+
+// idKey normalises a JSON-RPC id to the form json.Marshal gives it.
+func idKey(id json.RawMessage) string {
+	var v jsonrpc2.ID
+	if err := json.Unmarshal(id, &v); err != nil {
+		return string(id)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(id)
+	}
+	return string(b)
+}
+
+func (s *stream) keepParams(id, params json.RawMessage) {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if s.params == nil {
+		s.params = map[string]json.RawMessage{}
+	}
+	s.params[idKey(id)] = bytes.Clone(params)
+}
+
+// takeParams returns (and forgets) the original params of request id.
+func (s *stream) takeParams(id jsonrpc2.ID) (json.RawMessage, bool) {
+	b, err := json.Marshal(id)
+	if err != nil {
+		return nil, false
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	p, ok := s.params[string(b)]
+	delete(s.params, string(b))
+	return p, ok
 }
 
 func newStream(nc net.Conn, max int, writeTimeout time.Duration, replyInvalid bool, log zerolog.Logger) *stream {
@@ -143,11 +185,14 @@ func (s *stream) readObject(v any) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		id, rerr := checkMessage(line)
+		id, params, rerr := parseMessage(line)
 		if rerr == nil {
 			if err := json.Unmarshal(line, v); err != nil {
 				rerr = &jsonrpc2.Error{Code: contracts.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
 			} else {
+				if id != nil && params != nil {
+					s.keepParams(id, params)
+				}
 				return nil
 			}
 		}
@@ -164,6 +209,34 @@ func (s *stream) readObject(v any) error {
 // object. On failure it returns the id to answer with (nil: null) and the
 // error to send.
 func checkMessage(line []byte) (json.RawMessage, *jsonrpc2.Error) {
+	id, _, err := parseMessage(line)
+	return id, err
+}
+
+// parseMessage is checkMessage that also returns the params member exactly
+// as the peer wrote it.
+func parseMessage(line []byte) (json.RawMessage, json.RawMessage, *jsonrpc2.Error) {
+	id, obj, err := checkFields(line)
+	if err != nil {
+		return id, nil, err
+	}
+	return id, obj["params"], nil
+}
+
+func checkFields(line []byte) (json.RawMessage, map[string]json.RawMessage, *jsonrpc2.Error) {
+	if id, err := checkObject(line); err != nil {
+		return id, nil, err
+	}
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(line, &obj)
+	id := obj["id"]
+	if string(id) == "null" {
+		id = nil
+	}
+	return id, obj, nil
+}
+
+func checkObject(line []byte) (json.RawMessage, *jsonrpc2.Error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(line, &obj); err != nil {
 		var syn *json.SyntaxError

@@ -177,6 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // connState is the server's view of one connection.
 type connState struct {
 	peer Peer
+	st   *stream
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -196,6 +197,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 
 	st := newStream(nc, s.maxFrame, s.writeTimeout, true, log)
 	st.filter = s.filter
+	cs.st = st
 	jc := jsonrpc2.NewConn(ctx, st, handlerFunc(func(hctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 		s.dispatch(hctx, jc, cs, r, log)
 	}), jsonrpc2.SetLogger(printfLogger{log}))
@@ -213,6 +215,12 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 
 // dispatch runs on jsonrpc2's read goroutine: it must not block for long.
 func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState, r *jsonrpc2.Request, log zerolog.Logger) {
+	// The params exactly as received (see stream.params); taken first so
+	// every path forgets them.
+	var rawParams json.RawMessage
+	if !r.Notif {
+		rawParams, _ = cs.st.takeParams(r.ID)
+	}
 	if r.Method == contracts.MethodCancel {
 		cs.cancel(r, log)
 		if !r.Notif {
@@ -260,7 +268,9 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	if id, err := json.Marshal(r.ID); err == nil {
 		req.ID = id
 	}
-	if r.Params != nil {
+	if rawParams != nil {
+		req.Params = rawParams
+	} else if r.Params != nil {
 		req.Params = *r.Params
 	}
 	req.Notify = func(method string, params any) error {

@@ -766,3 +766,37 @@ func TestServerFilterRewritesEveryFrame(t *testing.T) {
 		}
 	}
 }
+
+// TestParamsReachHandlersVerbatim: jsonrpc2 re-encodes params through a
+// map; handlers must see them exactly as sent, so duplicate keys and
+// invalid text can be refused instead of silently collapsed or replaced.
+func TestParamsReachHandlersVerbatim(t *testing.T) {
+	srv := NewServer(Options{})
+	got := make(chan string, 4)
+	srv.Register("raw", func(_ context.Context, req *Request) (any, error) {
+		got <- string(req.Params)
+		return nil, nil
+	})
+	conn, err := net.Dial("unix", startServer(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for i, params := range []string{
+		`{"arguments":{"a":1,"a":2}}`,
+		`{"s":"\ud800","b":"x\u00e9"}`,
+		`{ "spaced" :  [1, 2.50, 1e400] }`,
+	} {
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":"r%d","method":"raw","params":%s}`+"\n", i, params)
+		if _, err := conn.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		if p := <-got; p != params {
+			t.Errorf("handler saw params %s, want exactly %s", p, params)
+		}
+	}
+}
