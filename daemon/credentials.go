@@ -54,9 +54,9 @@ func (r *credRecord) empty() bool {
 	return len(r.Env) == 0 && len(r.Headers) == 0 && r.OAuthClientSecret == ""
 }
 
-// identity is what credentials are bound to: the exact command, arguments
-// and working directory of a stdio server, the exact URL of a remote one,
-// and the OAuth account (client and issuer). Credentials entered for one
+// identity is what credentials are bound to: the exact command, arguments,
+// working directory and settings env of a stdio server, the exact URL of a
+// remote one, and the OAuth account (client and issuer). Credentials entered for one
 // identity are never sent to another.
 func identity(s *contracts.ServerSettings) string {
 	h := sha256.New()
@@ -70,6 +70,18 @@ func identity(s *contracts.ServerSettings) string {
 		}
 		part("cwd")
 		part(s.Cwd)
+		// The settings' env decides what actually runs too (PATH finds a
+		// bare command; LD_PRELOAD, NODE_OPTIONS and the like load code).
+		part("env")
+		names := make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			part(k)
+			part(s.Env[k])
+		}
 	default:
 		part(s.URL)
 		if s.OAuth != nil {
@@ -378,6 +390,13 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, err
 	}
 	if err := c.v.Set(vaultName(p.Server), b); err != nil {
+		// A write that timed out may still land when the keyring wakes up:
+		// forget the cached record so the next use reads what is there.
+		delete(c.recs, p.Server)
+		if errors.Is(err, contracts.ErrUnavailable) {
+			return nil, contracts.WithHint(fmt.Errorf("storing the credentials of %q did not finish: %w", p.Server, err),
+				"they may still be stored when the keyring responds: check 'pikoctl mcp status "+p.Server+"' and enter them again if needed")
+		}
 		return nil, fmt.Errorf("storing the credentials of %q: %w", p.Server, err)
 	}
 	c.recs[p.Server] = rec

@@ -174,7 +174,10 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 
 func connectError(id string, err error) error {
 	var ce *contracts.Error
-	if errors.As(err, &ce) || errors.Is(err, contracts.ErrCanceled) || errors.Is(err, contracts.ErrFailedPrecondition) {
+	var reasoned interface{ Reason() string }
+	if errors.As(err, &ce) || errors.Is(err, contracts.ErrCanceled) || errors.Is(err, contracts.ErrFailedPrecondition) ||
+		(errors.As(err, &reasoned) && reasoned.Reason() != "") {
+		// Already says what happened and what to do (vault errors, pins).
 		return err
 	}
 	return contracts.WithHint(
