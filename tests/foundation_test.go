@@ -454,8 +454,9 @@ func TestSettings(t *testing.T) {
 		if len(want) != 0 {
 			t.Errorf("status misses servers %v", want)
 		}
-		if st.Vault.Backend != "none" {
-			t.Errorf("vault backend %q, want none", st.Vault.Backend)
+		// No session bus in the harness: auto lands on the file vault.
+		if st.Vault.Backend != "file" || st.Vault.Note == "" {
+			t.Errorf("vault backend %q (note %q), want file with a note", st.Vault.Backend, st.Vault.Note)
 		}
 
 		var one contracts.StatusResult
