@@ -236,7 +236,7 @@ func (l *Ledger) recover() error {
 		}
 		for _, rec := range recs {
 			tomb, tombed := l.tombs.state(rec.ID)
-			state, reason := rec.State, rec.Reason
+			var state, reason string
 			switch rec.State {
 			case contracts.ActionDispatched:
 				state, reason = contracts.ActionUncertain, ReasonStoppedWhileOut

@@ -90,7 +90,8 @@ func openTombstones(path string, log zerolog.Logger) (*tombstones, error) {
 	}
 	if len(complete) < len(data) {
 		// Cut the torn tail so the next line starts on its own.
-		if err := f.Truncate(int64(len(complete))); err == nil {
+		err := f.Truncate(int64(len(complete)))
+		if err == nil {
 			err = f.Sync()
 		}
 		if err != nil {

@@ -435,6 +435,7 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		}
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc)}
 		if listen || mode == contracts.ProtocolLegacy || (pinOf(mode) != "" && !mcp.IsModernProtocol(mode)) {
+			//lint:ignore SA1019 the legacy era (what this connection speaks) delivers list_changed and server requests on this GET stream.
 			opts = append(opts, transport.WithContinuousListening())
 		}
 		return transport.NewStreamableHTTP(s.cfg.URL, opts...)
