@@ -181,11 +181,33 @@ func (w *asyncWriter) run() {
 	for {
 		select {
 		case <-w.wake:
+			if !linger(w.stop) {
+				w.flush()
+				return
+			}
 			w.flush()
 		case <-w.stop:
 			w.flush()
 			return
 		}
+	}
+}
+
+// asyncLinger is how long a background writer waits, once woken, for more
+// work to join the same transaction. One commit costs far more than one
+// record, so at a steady trickle of reads this turns a commit per call into
+// one per few milliseconds.
+const asyncLinger = 10 * time.Millisecond
+
+// linger waits asyncLinger, or until stop closes (returning false).
+func linger(stop <-chan struct{}) bool {
+	t := time.NewTimer(asyncLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
 	}
 }
 

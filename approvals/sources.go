@@ -267,6 +267,10 @@ func (s *SourceStore) writer() {
 	for {
 		select {
 		case <-s.kick:
+			if !linger(s.stop) {
+				s.flush()
+				return
+			}
 		case <-s.stop:
 			s.flush()
 			return

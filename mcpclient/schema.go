@@ -46,8 +46,11 @@ type SchemaCache struct {
 
 	// mu guards the fields that follow.
 	mu      sync.Mutex
-	entries map[[32]byte]*list.Element // of *schemaEntry
+	entries map[[32]byte]*list.Element // of *schemaEntry, by canonical digest
 	lru     *list.List                 // front: most recently used
+	// exact maps the digest of a schema's exact bytes to its canonical
+	// digest, so a schema seen before is found without canonicalising it.
+	exact map[[32]byte][32]byte
 }
 
 type schemaEntry struct {
@@ -62,7 +65,7 @@ func NewSchemaCache(max int) *SchemaCache {
 	if max <= 0 {
 		max = 256
 	}
-	return &SchemaCache{max: max, entries: map[[32]byte]*list.Element{}, lru: list.New()}
+	return &SchemaCache{max: max, entries: map[[32]byte]*list.Element{}, lru: list.New(), exact: map[[32]byte][32]byte{}}
 }
 
 // maxSchemaProblems and maxSchemaMessage bound validation messages.
@@ -117,9 +120,28 @@ func (c *SchemaCache) compiled(schema []byte) (*jsonschema.Schema, error) {
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		schema = []byte(`{"type":"object"}`)
 	}
+	// Hashing the exact bytes is cheap and canonicalising is not; a server
+	// sends the same bytes every time, so the canonical digest is looked up
+	// by the exact one first.
+	exact := sha256.Sum256(schema)
+	c.mu.Lock()
+	if key, ok := c.exact[exact]; ok {
+		if el, ok := c.entries[key]; ok {
+			c.lru.MoveToFront(el)
+			e := el.Value.(*schemaEntry)
+			c.mu.Unlock()
+			return e.sch, e.err
+		}
+	}
+	c.mu.Unlock()
+
 	canon := canonicalSchemaBytes(schema)
 	key := sha256.Sum256(canon)
 	c.mu.Lock()
+	if len(c.exact) >= 4*c.max {
+		clear(c.exact)
+	}
+	c.exact[exact] = key
 	if el, ok := c.entries[key]; ok {
 		c.lru.MoveToFront(el)
 		e := el.Value.(*schemaEntry)

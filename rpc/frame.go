@@ -224,40 +224,39 @@ func parseMessage(line []byte) (json.RawMessage, json.RawMessage, *jsonrpc2.Erro
 }
 
 func checkFields(line []byte) (json.RawMessage, map[string]json.RawMessage, *jsonrpc2.Error) {
-	if id, err := checkObject(line); err != nil {
+	obj, id, err := checkObject(line)
+	if err != nil {
 		return id, nil, err
 	}
-	var obj map[string]json.RawMessage
-	_ = json.Unmarshal(line, &obj)
-	id := obj["id"]
+	id = obj["id"]
 	if string(id) == "null" {
 		id = nil
 	}
 	return id, obj, nil
 }
 
-func checkObject(line []byte) (json.RawMessage, *jsonrpc2.Error) {
-	var obj map[string]json.RawMessage
+// checkObject parses line once and checks it; it returns the members.
+func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage, _ *jsonrpc2.Error) {
 	if err := json.Unmarshal(line, &obj); err != nil {
 		var syn *json.SyntaxError
 		switch {
 		case errors.As(err, &syn) || !json.Valid(line):
-			return nil, &jsonrpc2.Error{Code: contracts.CodeParseError, Message: "parse error: " + err.Error()}
+			return obj, nil, &jsonrpc2.Error{Code: contracts.CodeParseError, Message: "parse error: " + err.Error()}
 		case bytes.TrimSpace(line)[0] == '[':
-			return nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+			return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 				Message: "invalid request: batch arrays are not supported; send one JSON object per line"}
 		default:
-			return nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+			return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 				Message: "invalid request: a message must be a JSON object"}
 		}
 	}
 	if obj == nil {
-		return nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+		return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: "invalid request: a message must be a JSON object"}
 	}
 	rawID, hasID := obj["id"]
 	if hasID && !validID(rawID) {
-		return nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+		return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: "invalid request: id must be a string, a non-negative integer or absent"}
 	}
 	var id json.RawMessage
@@ -266,7 +265,7 @@ func checkObject(line []byte) (json.RawMessage, *jsonrpc2.Error) {
 	}
 	var version string
 	if err := json.Unmarshal(obj["jsonrpc"], &version); err != nil || version != "2.0" {
-		return id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+		return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
 	rawMethod, hasMethod := obj["method"]
@@ -274,24 +273,24 @@ func checkObject(line []byte) (json.RawMessage, *jsonrpc2.Error) {
 	_, hasError := obj["error"]
 	switch {
 	case hasMethod && (hasResult || hasError):
-		return id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+		return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: "invalid request: a message cannot have both method and result or error"}
 	case hasMethod:
 		var method string
 		if err := json.Unmarshal(rawMethod, &method); err != nil || method == "" {
-			return id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+			return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 				Message: "invalid request: method must be a non-empty string"}
 		}
 	case hasResult || hasError:
 		if id == nil {
-			return nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+			return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 				Message: "invalid request: a response needs an id"}
 		}
 	default:
-		return id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+		return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: "invalid request: missing method"}
 	}
-	return nil, nil
+	return obj, nil, nil
 }
 
 // validID reports whether raw is an id jsonrpc2 can carry faithfully: null,
