@@ -140,7 +140,20 @@ func (t *tombstones) add(id, state string, at time.Time) error {
 		return fmt.Errorf("recording tombstone for %s: the ledger is closed: %w", id, contracts.ErrUnavailable)
 	}
 	line := fmt.Sprintf("%s %s %d\n", id, state, at.Unix())
-	if _, err := t.f.WriteString(line); err != nil {
+	fi, err := t.f.Stat()
+	if err != nil {
+		return fmt.Errorf("recording tombstone for %s in %s: %w", id, t.path, err)
+	}
+	if n, err := t.f.WriteString(line); err != nil {
+		// A partial line would glue itself to the next one and both would
+		// be lost at load: cut the file back to its last whole line. If
+		// even that fails, refuse every later decision.
+		if n > 0 {
+			if terr := t.f.Truncate(fi.Size()); terr != nil {
+				t.f.Close()
+				t.f = nil
+			}
+		}
 		return fmt.Errorf("recording tombstone for %s in %s: %w", id, t.path, err)
 	}
 	if err := t.f.Sync(); err != nil {

@@ -31,6 +31,10 @@ type ConfigureResult struct {
 	Changed      []string `json:"changed"`
 	Removed      []string `json:"removed"`
 	Disconnected []string `json:"disconnected"`
+	// Widened lists every grant the new settings add: tools that now run
+	// without approval, sampling or elicitation switched on, granted
+	// servers that now run another program. Never silent.
+	Widened []string `json:"widened"`
 }
 
 // SettingsParams is the params of extensions.settings.

@@ -42,7 +42,7 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (any, error) {
 	case contracts.GrantRead:
 		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args, validated: tool.Digest})
 	case contracts.GrantAutonomous:
-		fp, err := d.fingerprints(ctx, server, tool.OriginalName)
+		fp, err := d.fingerprints(server, tool)
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +52,8 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID, validated: tool.Digest})
 	}
-	fp, err := d.fingerprints(ctx, server, tool.OriginalName)
+	// Bound to the very definition the arguments were validated against.
+	fp, err := d.fingerprints(server, tool)
 	if err != nil {
 		return nil, err
 	}
@@ -84,15 +85,12 @@ func (d *daemon) resolveTool(ctx context.Context, p contracts.CallParams) (strin
 	return p.Server, t, err
 }
 
-// fingerprints captures what an approval is bound to, now.
-func (d *daemon) fingerprints(ctx context.Context, server, tool string) (contracts.Fingerprints, error) {
+// fingerprints captures what an approval is bound to, for tool t of
+// server as looked up just now.
+func (d *daemon) fingerprints(server string, t contracts.CatalogTool) (contracts.Fingerprints, error) {
 	cfg, ok := d.serverSettings(server)
 	if !ok {
 		return contracts.Fingerprints{}, contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", server)
-	}
-	t, err := d.sup.Tool(ctx, server, tool)
-	if err != nil {
-		return contracts.Fingerprints{}, err
 	}
 	return contracts.Fingerprints{
 		Settings:             cfg.Digest(),
@@ -123,6 +121,8 @@ type execution struct {
 	// validated is the digest of the tool definition args were checked
 	// against here (Call re-checks if the definition changed since).
 	validated string
+	// bound pins an approved call to the connection it was approved for.
+	bound *mcpclient.Binding
 }
 
 // execute sends the call, retains the original result, and answers with a
@@ -134,7 +134,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
 	}
 	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args,
-		Progress: progress, ValidatedDigest: ex.validated})
+		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound})
 	state, reason := contracts.ActionCompleted, ""
 	switch {
 	case err != nil && errors.Is(err, contracts.ErrOutcomeUnknown):
@@ -316,11 +316,14 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	current, err := d.fingerprints(ctx, a.Server, a.Tool)
-	if err != nil {
-		// The tool or server is gone: the action cannot be what was reviewed.
-		current = contracts.Fingerprints{}
+	var current contracts.Fingerprints
+	if t, err := d.sup.Tool(ctx, a.Server, a.Tool); err == nil {
+		if current, err = d.fingerprints(a.Server, t); err != nil {
+			current = contracts.Fingerprints{}
+		}
 	}
+	// A tool or server that is gone leaves zero fingerprints: the action
+	// cannot be what was reviewed and turns stale.
 	if a, err = d.ledger.Approve(p.ActionID, p.Digest, current); err != nil {
 		return nil, err
 	}
@@ -330,8 +333,11 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (any, err
 	d.log.Info().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).Msg("action approved; dispatching")
 	// The arguments were validated when the action was prepared, against
 	// the definition whose digest approval just confirmed unchanged.
+	// The call goes to the very connection and settings the approval was
+	// checked against, or nowhere.
 	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments,
-		actionID: a.ID, validated: a.Fingerprints.Tool})
+		actionID: a.ID, validated: a.Fingerprints.Tool,
+		bound: &mcpclient.Binding{ConnectionGeneration: a.Fingerprints.ConnectionGeneration, SettingsDigest: a.Fingerprints.Settings}})
 }
 
 // sourceRead serves source.read.

@@ -136,9 +136,13 @@ type creds struct {
 	v   *vault.Vault
 	red *Redaction
 
-	// mu guards recs and serialises changes.
+	// mu guards recs and retired, and serialises changes.
 	mu   sync.Mutex
 	recs map[string]*credRecord // nil value: known to be absent
+	// retired holds values that were replaced or cleared: a connected
+	// server may still use them until it reconnects, so they stay in the
+	// redaction set for the daemon's lifetime.
+	retired []string
 }
 
 // load returns a server's record (nil when none), reading the vault once.
@@ -185,7 +189,7 @@ func (c *creds) loadAll(servers []contracts.ServerSettings) error {
 }
 
 func (c *creds) rebuildLocked() {
-	var values []string
+	values := slices.Clone(c.retired)
 	for _, r := range c.recs {
 		if r != nil {
 			values = append(values, r.values()...)
@@ -398,6 +402,9 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 				"they may still be stored when the keyring responds: check 'pikoctl mcp status "+p.Server+"' and enter them again if needed")
 		}
 		return nil, fmt.Errorf("storing the credentials of %q: %w", p.Server, err)
+	}
+	if old != nil {
+		c.retired = append(c.retired, old.values()...)
 	}
 	c.recs[p.Server] = rec
 	c.rebuildLocked()

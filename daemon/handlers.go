@@ -124,6 +124,7 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 			"read them again with 'pikoctl mcp config' and re-apply your change")
 	}
 	res := diffSettings(d.settings, next)
+	res.Widened = widenedGrants(d.settings, next)
 	res.Extension = p.Extension
 	res.DryRun = p.DryRun
 	res.Revision = d.revision
@@ -153,13 +154,16 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	d.log.Info().Uint64("revision", rec.Revision).Strs("added", res.Added).Strs("changed", res.Changed).
 		Strs("removed", res.Removed).Msg("mcp settings saved")
+	if len(res.Widened) > 0 {
+		d.log.Warn().Uint64("revision", rec.Revision).Int("peer_pid", req.Peer.PID).Strs("widened", res.Widened).Msg("settings widen grants")
+	}
 	return res, nil
 }
 
 // diffSettings names the servers added, changed and removed between two
 // settings, comparing each entry's digest.
 func diffSettings(prev, next *contracts.MCPSettings) contracts.ConfigureResult {
-	res := contracts.ConfigureResult{Added: []string{}, Changed: []string{}, Removed: []string{}, Disconnected: []string{}}
+	res := contracts.ConfigureResult{Added: []string{}, Changed: []string{}, Removed: []string{}, Disconnected: []string{}, Widened: []string{}}
 	old := map[string]string{}
 	for i := range prev.Servers {
 		old[prev.Servers[i].ID] = prev.Servers[i].Digest()

@@ -20,6 +20,12 @@ import (
 const maxHardTimeout = time.Hour
 
 // CallRequest is one tools/call.
+// Binding is the connection and settings a call must go to.
+type Binding struct {
+	ConnectionGeneration uint64
+	SettingsDigest       string
+}
+
 type CallRequest struct {
 	// Server is the server id; Tool is the tool's original name.
 	Server, Tool string
@@ -35,6 +41,12 @@ type CallRequest struct {
 	// HardMax bounds the whole call however much progress the server
 	// reports. Default 10 × the server's timeoutMs; at most 1 h.
 	HardMax time.Duration
+	// Bound, when set, pins the call to the connection and settings an
+	// approval was checked against: if the server is not connected on that
+	// very connection (generation) with those settings (digest), nothing
+	// is sent and Call fails with reason connection_changed. Call never
+	// connects for a bound call.
+	Bound *Binding
 	// ValidatedDigest, when it equals the tool's current definition
 	// digest, says the caller already canonicalised Arguments and
 	// validated them against that very definition's input schema, so Call
@@ -70,7 +82,17 @@ type CallOutcome struct {
 // server's own error answer wraps contracts.ErrUpstream. Nothing is ever
 // retried.
 func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, error) {
-	sess, c, tool, err := s.lookupTool(ctx, req.Server, req.Tool)
+	var (
+		sess *session
+		c    *conn
+		tool contracts.CatalogTool
+		err  error
+	)
+	if req.Bound != nil {
+		sess, c, tool, err = s.boundTool(ctx, req.Server, req.Tool, *req.Bound)
+	} else {
+		sess, c, tool, err = s.lookupTool(ctx, req.Server, req.Tool)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +308,33 @@ func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, 
 }
 
 // lookupTool connects the server and finds tool in its fresh catalog.
+// boundTool is lookupTool for a call pinned by an approval: it uses the
+// live connection only if it is the one the approval names.
+func (s *Supervisor) boundTool(ctx context.Context, server, tool string, b Binding) (*session, *conn, contracts.CatalogTool, error) {
+	sess, err := s.session(server)
+	if err != nil {
+		return nil, nil, contracts.CatalogTool{}, err
+	}
+	sess.mu.Lock()
+	c, digest := sess.conn, sess.digest
+	sess.mu.Unlock()
+	if c == nil || c.gen != b.ConnectionGeneration || digest != b.SettingsDigest {
+		return nil, nil, contracts.CatalogTool{}, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
+				"server %q is no longer connected with the connection and settings the approval was given for; nothing was sent", server),
+			"make the call again and approve the new action")
+	}
+	cat, err := c.freshCatalog(ctx)
+	if err != nil {
+		return nil, nil, contracts.CatalogTool{}, err
+	}
+	if t, ok := cat.toolByOriginal(tool); ok {
+		return sess, c, t, nil
+	}
+	return nil, nil, contracts.CatalogTool{}, contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
+		"server %q no longer offers tool %q; nothing was sent", server, truncate(tool, 200))
+}
+
 func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*session, *conn, contracts.CatalogTool, error) {
 	sess, err := s.session(server)
 	if err != nil {

@@ -522,3 +522,41 @@ func TestForwarderCoalesces(t *testing.T) {
 		t.Errorf("callbacks saw %v, want a few ending with the latest (100)", seen)
 	}
 }
+
+// TestCallBound: an approved call goes to the connection and settings it
+// was approved for, or nowhere; it never connects by itself.
+func TestCallBound(t *testing.T) {
+	h := newHarness(t, CatalogLimits{})
+	ctx := ctxT(t)
+	cfg := h.stdio("fx")
+	h.sup.Apply([]contracts.ServerSettings{cfg})
+	if _, err := h.sup.Connect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	gen := h.sup.Generation("fx")
+	args := mustCanon(t, `{"nonce":"b"}`)
+	good := Binding{ConnectionGeneration: gen, SettingsDigest: cfg.Digest()}
+	if _, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &good}); err != nil {
+		t.Fatalf("bound call on its own connection: %v", err)
+	}
+	for name, b := range map[string]Binding{
+		"other generation": {ConnectionGeneration: gen + 1, SettingsDigest: cfg.Digest()},
+		"other settings":   {ConnectionGeneration: gen, SettingsDigest: "0000"},
+	} {
+		_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &b})
+		if reasonOf(err) != "connection_changed" || !errors.Is(err, contracts.ErrFailedPrecondition) {
+			t.Errorf("%s: Call = %v, want connection_changed", name, err)
+		}
+	}
+	if _, err := h.sup.Disconnect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &good})
+	if reasonOf(err) != "connection_changed" {
+		t.Errorf("bound call after disconnect = %v, want connection_changed", err)
+	}
+	if st := h.status("fx"); st.State != contracts.StateIdle {
+		t.Errorf("a bound call connected the server: state %q", st.State)
+	}
+	h.sup.Close()
+}

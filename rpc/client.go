@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,22 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 			return nil, fmt.Errorf("connecting to pikod at %s: %w", path, ctx.Err())
 		}
 		return nil, &unreachableError{path: path, err: err, dial: true}
+	}
+	// Before a byte is sent (it may be a secret), make sure the daemon
+	// answering runs as us: in a shared /tmp another user could have made
+	// the socket directory and listen in our place.
+	if uc, ok := nc.(*net.UnixConn); ok {
+		p, err := peerCred(uc)
+		switch {
+		case err != nil:
+			nc.Close()
+			return nil, &unreachableError{path: path, err: fmt.Errorf("checking who listens: %w", err), dial: true}
+		case p.UID != os.Getuid():
+			nc.Close()
+			return nil, contracts.WithHint(fmt.Errorf("refusing to talk to %s: it is served by uid %d, not by you (uid %d): %w: %w",
+				path, p.UID, os.Getuid(), ErrUnreachable, contracts.ErrPermissionDenied),
+				"another user controls this socket path; set XDG_RUNTIME_DIR, or use --socket with a path in a private directory")
+		}
 	}
 	c := &Client{path: path}
 	c.st = newStream(nc, DefaultMaxFrameBytes, clientWriteTimeout, false, zerolog.Nop())

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -125,6 +126,13 @@ func prepareDir(dir string) error {
 			dir, st.Uid, os.Getuid(), contracts.ErrPermissionDenied)
 	}
 	if uint32(st.Mode)&0o777 != 0o700 {
+		// Only a directory of our own naming is ours to tighten: chmod of
+		// an arbitrary parent (a home, a shared tmp) would break others.
+		base := filepath.Base(dir)
+		if base != "pikod" && !strings.HasPrefix(base, "pikod-") && uint32(st.Mode)&0o077 != 0 {
+			return fmt.Errorf("socket directory %s can be entered by other users (mode %#o); refusing to use it (pick a --socket in a private directory): %w",
+				dir, uint32(st.Mode)&0o777, contracts.ErrPermissionDenied)
+		}
 		if err := unix.Fchmod(fd, 0o700); err != nil {
 			return fmt.Errorf("tightening socket directory %s to 0700: %w", dir, err)
 		}

@@ -70,7 +70,9 @@ func TestListenPermissions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(shortDir(t), "run")
+			// A directory of pikod's own naming (as the default paths are) is
+			// tightened; TestListenRefusesSharedDir covers any other.
+			dir := filepath.Join(shortDir(t), "pikod")
 			tt.setup(t, dir)
 			path := filepath.Join(dir, "p.sock")
 			umask := currentUmask()
@@ -280,4 +282,34 @@ func TestListenRefusesOtherUIDs(t *testing.T) {
 	if out := logs.String(); !strings.Contains(out, want) || !strings.Contains(out, "refused connection from another user") {
 		t.Errorf("refusal not logged with uid and pid: %s", out)
 	}
+}
+
+// TestListenRefusesSharedDir: a --socket in a directory pikod did not name
+// (a home, a shared tmp) is never chmodded; a group- or world-accessible one
+// is refused and left as it was.
+func TestListenRefusesSharedDir(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "shared")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Listen(filepath.Join(dir, "p.sock"), zerolog.Nop())
+	if !errors.Is(err, contracts.ErrPermissionDenied) {
+		t.Fatalf("Listen in a 1777 directory = %v, want ErrPermissionDenied", err)
+	}
+	if got := mode(t, dir); got.Perm() != 0o777 || got&fs.ModeSticky == 0 {
+		t.Errorf("directory mode after the refusal = %v, want it untouched (drwxrwxrwt)", got)
+	}
+	// A private directory of any name is fine.
+	private := filepath.Join(shortDir(t), "mine")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(filepath.Join(private, "p.sock"), zerolog.Nop())
+	if err != nil {
+		t.Fatalf("Listen in a private directory: %v", err)
+	}
+	ln.Close()
 }

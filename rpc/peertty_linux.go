@@ -9,9 +9,11 @@ import (
 	"strconv"
 )
 
-// HasTerminal reports whether the peer process has a controlling
-// terminal. Approvals require one: a person at a terminal, not a
-// background script. It reads tty_nr, field 7 of /proc/PID/stat.
+// HasTerminal reports whether the peer process has a controlling terminal
+// and is in its foreground process group. Approvals require it. It is a
+// guard against automation approving by accident, not a boundary against
+// code running as the owner (script(1) provides a terminal). It reads
+// /proc/PID/stat.
 func (p Peer) HasTerminal() (bool, error) {
 	if p.PID <= 0 {
 		return false, fmt.Errorf("checking the caller's terminal: the caller's pid is unknown")
@@ -27,13 +29,18 @@ func (p Peer) HasTerminal() (bool, error) {
 		return false, fmt.Errorf("checking the caller's terminal: malformed /proc/%d/stat", p.PID)
 	}
 	fields := bytes.Fields(b[i+1:])
-	// fields[0] is field 3 (state); tty_nr is field 7.
-	if len(fields) < 5 {
+	// fields[0] is field 3 (state): pgrp is field 5, tty_nr 7, tpgid 8.
+	if len(fields) < 6 {
 		return false, fmt.Errorf("checking the caller's terminal: malformed /proc/%d/stat", p.PID)
 	}
-	tty, err := strconv.ParseInt(string(fields[4]), 10, 64)
-	if err != nil {
-		return false, fmt.Errorf("checking the caller's terminal: malformed tty_nr in /proc/%d/stat", p.PID)
+	pgrp, err1 := strconv.ParseInt(string(fields[2]), 10, 64)
+	tty, err2 := strconv.ParseInt(string(fields[4]), 10, 64)
+	tpgid, err3 := strconv.ParseInt(string(fields[5]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return false, fmt.Errorf("checking the caller's terminal: malformed /proc/%d/stat", p.PID)
 	}
-	return tty != 0, nil
+	// The caller must be in the terminal's foreground process group: a job
+	// put in the background (or a daemon that kept a terminal) is not the
+	// person typing.
+	return tty != 0 && tpgid == pgrp, nil
 }

@@ -324,7 +324,8 @@ func (a *app) newApproveCmd() *cobra.Command {
 		Short: "Review an action and, if you answer yes at the terminal, execute it",
 		Long: `approve shows the action and asks for confirmation on the terminal; the
 default answer is no. It needs an interactive terminal (the daemon checks too),
-so scripts and agents cannot approve. The call then runs once, with an
+so automation running in the background cannot approve by accident. The call
+then runs once, on the connection it was approved for, with an
 mcp_approved receipt; exit status as for 'pikoctl mcp call'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -85,6 +85,9 @@ prints the current settings in the same form.`,
 					fmt.Fprintf(a.stdout, "  %s: %s\n", l.label, clean(strings.Join(l.ids, ", ")))
 				}
 			}
+			for _, w := range res.Widened {
+				fmt.Fprintf(a.stdout, "  widens: %s\n", clean(w))
+			}
 			return nil
 		},
 	}
