@@ -183,13 +183,9 @@ func Run(ctx context.Context, cfg Config) error {
 		RunDir:        runDir,
 		Records:       records,
 		ClientVersion: cfg.Version,
-		Credentials: func(id string) (mcpclient.Credentials, error) {
-			cfg, ok := d.serverSettings(id)
-			if !ok {
-				return mcpclient.Credentials{}, nil
-			}
-			return d.creds.forServer(&cfg)
-		},
+		// The session's own settings decide: identity is checked against
+		// what will actually run.
+		Credentials: d.creds.forServer,
 	})
 	defer func() {
 		d.sup.Close()
@@ -227,7 +223,10 @@ type daemon struct {
 	log      zerolog.Logger
 	started  time.Time
 
-	// mu guards the fields that follow, and serialises configures.
+	// cfgMu serialises configures (held across the save, the vault reads
+	// and stopping changed servers).
+	cfgMu sync.Mutex
+	// mu guards the fields that follow; never held across slow work.
 	mu       sync.Mutex
 	settings *contracts.MCPSettings
 	revision uint64

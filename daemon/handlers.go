@@ -115,8 +115,17 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, contracts.WithReason(fmt.Errorf("invalid settings: %w", err), "invalid_settings")
 	}
 
+	// cfgMu serialises configures; mu is held only to read and swap the
+	// settings, never while stopping servers or waiting on the vault.
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			d.mu.Unlock()
+		}
+	}()
 	if p.ExpectRevision != 0 && p.ExpectRevision != d.revision {
 		return nil, contracts.WithHint(
 			contracts.Errorf(contracts.ErrFailedPrecondition, "revision_moved",
@@ -141,10 +150,11 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, err
 	}
 	d.settings, d.revision, d.settingsErr = next, rec.Revision, nil
-	// Saving disconnects the servers it changes or removes; nothing new
-	// connects until asked or until the next start.
+	d.mu.Unlock()
+	locked = false
 	// New servers' stored credentials join the redaction set before
-	// anything can connect them.
+	// anything can connect them. Saving disconnects the servers it changes
+	// or removes; nothing new connects until asked or the next start.
 	if err := d.creds.loadAll(next.Servers); err != nil {
 		d.log.Error().Err(err).Msg("reading stored credentials")
 	}

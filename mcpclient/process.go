@@ -247,7 +247,7 @@ func StartProcess(spec ProcessSpec, records ProcessRecords, log zerolog.Logger) 
 	_ = outW.Close()
 	_ = errW.Close()
 
-	log = log.With().Str("server", spec.ServerID).Logger()
+	// The caller's logger names the server already (one "server" key).
 	p := &Process{
 		spec:       spec,
 		records:    records,

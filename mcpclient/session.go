@@ -129,7 +129,10 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 
 func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	s.mu.Lock()
-	if err == nil && (s.stopped || s.setup != call) {
+	canceled := s.stopped || s.setup != call
+	if canceled {
+		// A disconnect (or a new configuration) ended this setup: whatever
+		// it returned, that is the story; a newer setup owns the state.
 		err = contracts.Errorf(contracts.ErrCanceled, "connect_canceled", "connecting to %q was canceled by a disconnect", s.cfg.ID)
 	}
 	if err == nil {
@@ -147,7 +150,7 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		if c != nil {
 			defer c.close()
 		}
-		if !s.stopped && s.state == contracts.StateConnecting {
+		if !canceled && s.state == contracts.StateConnecting {
 			s.state = contracts.StateFailed
 			s.lastErr = cleanText(err.Error(), 2000)
 		}
@@ -386,7 +389,7 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 	var creds Credentials
 	if s.sup.opts.Credentials != nil {
 		var err error
-		if creds, err = s.sup.opts.Credentials(s.cfg.ID); err != nil {
+		if creds, err = s.sup.opts.Credentials(&s.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -407,6 +410,7 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 			return nil, err
 		}
 		c.proc = p
+		s.sup.trackProc(p, true)
 		s.mu.Lock()
 		s.lastProc = p
 		s.mu.Unlock()
@@ -600,6 +604,7 @@ func (c *conn) close() {
 				c.s.log.Warn().Err(err).Msg("stopping the server process")
 			}
 			cancel()
+			c.s.sup.trackProc(c.proc, false)
 		}
 		if c.client != nil {
 			_ = c.client.Close()

@@ -36,9 +36,10 @@ type Options struct {
 	// Resolver resolves HTTP hosts; nil uses the system resolver.
 	Resolver Resolver
 	// Credentials returns a server's private environment variables (stdio)
-	// or headers (http, sse) at connect time; nil means none. An error
+	// or headers (http, sse) at connect time, for exactly the settings the
+	// session runs with; nil means none. An error
 	// fails the connect (a locked vault, credentials for another identity).
-	Credentials func(serverID string) (Credentials, error)
+	Credentials func(cfg *contracts.ServerSettings) (Credentials, error)
 }
 
 // Credentials are one server's private values, added after the settings'
@@ -66,6 +67,10 @@ type Supervisor struct {
 	sessions map[string]*session
 	order    []string
 	closed   bool
+	// procs holds every process started and not yet fully stopped,
+	// whatever became of its session: the orphan sweep must never take
+	// one of them for an orphan.
+	procs map[*Process]struct{}
 }
 
 // NewSupervisor returns a Supervisor with no servers.
@@ -80,7 +85,7 @@ func NewSupervisor(opts Options) *Supervisor {
 		opts.PATH = "/usr/local/bin:/usr/bin:/bin"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}}
+	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*Process]struct{}{}}
 	s.gen.Store(uint64(time.Now().UnixNano()))
 	return s
 }
@@ -111,8 +116,19 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []s
 	}
 	s.sessions, s.order = next, order
 	s.mu.Unlock()
-	for _, old := range stop {
-		if old.stop() {
+	// Stopped in parallel: each may take its full stop sequence (seconds).
+	was := make([]bool, len(stop))
+	var wg sync.WaitGroup
+	for i, old := range stop {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			was[i] = old.stop()
+		}()
+	}
+	wg.Wait()
+	for i, old := range stop {
+		if was[i] {
 			disconnected = append(disconnected, old.cfg.ID)
 		}
 	}
@@ -319,20 +335,23 @@ func (s *Supervisor) sweep() {
 
 func (s *Supervisor) isLiveLeader(pid int) bool {
 	s.mu.Lock()
-	sessions := make([]*session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		sessions = append(sessions, sess)
-	}
-	s.mu.Unlock()
-	for _, sess := range sessions {
-		sess.mu.Lock()
-		p := sess.lastProc
-		sess.mu.Unlock()
-		if p != nil && p.Owns(pid) {
+	defer s.mu.Unlock()
+	for p := range s.procs {
+		if p.Owns(pid) {
 			return true
 		}
 	}
 	return false
+}
+
+func (s *Supervisor) trackProc(p *Process, live bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if live {
+		s.procs[p] = struct{}{}
+	} else {
+		delete(s.procs, p)
+	}
 }
 
 // Close stops every server and waits for every goroutine the supervisor

@@ -183,5 +183,12 @@ func (e *unreachableError) Error() string {
 }
 
 func (e *unreachableError) Unwrap() []error {
+	if !e.dial {
+		return []error{ErrConnectionLost, ErrUnreachable, contracts.ErrUnavailable, e.err}
+	}
 	return []error{ErrUnreachable, contracts.ErrUnavailable, e.err}
 }
+
+// ErrConnectionLost marks a connection that ended while a call was out:
+// the daemon may have acted on the request.
+var ErrConnectionLost = errors.New("connection lost while a request was out")

@@ -102,12 +102,15 @@ type stream struct {
 	// filter, when set, rewrites each outgoing frame (see Options.Filter).
 	filter func([]byte) []byte
 
-	// pmu guards params: each request's params exactly as received, by id.
-	// jsonrpc2 decodes a request through a map and encodes params again,
-	// which would collapse duplicate keys and replace invalid text before
-	// pikod could refuse them; handlers take the original bytes from here.
-	pmu    sync.Mutex
-	params map[string]json.RawMessage
+	// pmu guards the fields that follow: the params of the request just
+	// read, exactly as received. jsonrpc2 decodes a request through a map
+	// and encodes params again, which would collapse duplicate keys and
+	// replace invalid text before pikod could refuse them. jsonrpc2 hands
+	// each request to dispatch before it reads the next line, so one slot
+	// is enough (and memory stays bounded whatever a peer sends).
+	pmu        sync.Mutex
+	lastID     string
+	lastParams json.RawMessage
 }
 
 // idKey normalises a JSON-RPC id to the form json.Marshal gives it.
@@ -126,13 +129,11 @@ func idKey(id json.RawMessage) string {
 func (s *stream) keepParams(id, params json.RawMessage) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	if s.params == nil {
-		s.params = map[string]json.RawMessage{}
-	}
-	s.params[idKey(id)] = bytes.Clone(params)
+	s.lastID, s.lastParams = idKey(id), bytes.Clone(params)
 }
 
-// takeParams returns (and forgets) the original params of request id.
+// takeParams returns (and forgets) the original params of request id, if
+// it is the request just read.
 func (s *stream) takeParams(id jsonrpc2.ID) (json.RawMessage, bool) {
 	b, err := json.Marshal(id)
 	if err != nil {
@@ -140,9 +141,12 @@ func (s *stream) takeParams(id jsonrpc2.ID) (json.RawMessage, bool) {
 	}
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	p, ok := s.params[string(b)]
-	delete(s.params, string(b))
-	return p, ok
+	if s.lastParams == nil || s.lastID != string(b) {
+		return nil, false
+	}
+	p := s.lastParams
+	s.lastID, s.lastParams = "", nil
+	return p, true
 }
 
 func newStream(nc net.Conn, max int, writeTimeout time.Duration, replyInvalid bool, log zerolog.Logger) *stream {
@@ -191,6 +195,7 @@ func (s *stream) readObject(v any) error {
 				rerr = &jsonrpc2.Error{Code: contracts.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
 			} else {
 				if id != nil && params != nil {
+					// Responses carry an id too; only requests are dispatched.
 					s.keepParams(id, params)
 				}
 				return nil

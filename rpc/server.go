@@ -178,6 +178,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 type connState struct {
 	peer Peer
 	st   *stream
+	// ctx is the parent of every handler's context: it ends at shutdown
+	// or when the peer goes away.
+	ctx context.Context
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -198,17 +201,27 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	st := newStream(nc, s.maxFrame, s.writeTimeout, true, log)
 	st.filter = s.filter
 	cs.st = st
-	jc := jsonrpc2.NewConn(ctx, st, handlerFunc(func(hctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
+	cs.ctx = ctx
+	// The connection itself outlives shutdown's cancellation until every
+	// handler has answered: a call cut short by shutdown must still tell
+	// its caller that its outcome is uncertain, not vanish with the socket.
+	connCtx, connCancel := context.WithCancel(context.Background())
+	defer connCancel()
+	jc := jsonrpc2.NewConn(connCtx, st, handlerFunc(func(hctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 		s.dispatch(hctx, jc, cs, r, log)
 	}), jsonrpc2.SetLogger(printfLogger{log}))
 
-	// DisconnectNotify fires on a read error, a failed write or ctx.
-	<-jc.DisconnectNotify()
+	// DisconnectNotify fires on a read error or a failed write.
+	select {
+	case <-jc.DisconnectNotify():
+	case <-ctx.Done():
+	}
 	cs.mu.Lock()
 	cs.closed = true
 	cs.mu.Unlock()
-	cancel()
+	cancel() // handlers' contexts
 	cs.wg.Wait()
+	jc.Close()
 	<-st.readerDone
 	log.Debug().Msg("connection closed")
 }
@@ -259,7 +272,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		}, log)
 		return
 	}
-	rctx, rcancel := context.WithCancel(ctx)
+	rctx, rcancel := context.WithCancel(cs.ctx)
 	cs.inflight[r.ID] = rcancel
 	cs.wg.Add(1)
 	cs.mu.Unlock()

@@ -800,3 +800,36 @@ func TestParamsReachHandlersVerbatim(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownAnswersCallsInFlight: at shutdown a handler's context ends,
+// and whatever it answers still reaches the caller before the connection
+// closes (a cut-off call must be reported, not lost).
+func TestShutdownAnswersCallsInFlight(t *testing.T) {
+	srv := NewServer(Options{})
+	started := make(chan struct{})
+	srv.Register("wait", func(ctx context.Context, _ *Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return map[string]string{"status": "uncertain"}, nil
+	})
+	path := filepath.Join(shortDir(t), "p.sock")
+	ln, err := Listen(path, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	c := dial(t, path)
+	answer := make(chan error, 1)
+	var res map[string]string
+	go func() { answer <- c.Call(context.Background(), "wait", nil, &res) }()
+	<-started
+	cancel()
+	if err := <-answer; err != nil || res["status"] != "uncertain" {
+		t.Errorf("call cut by shutdown = %v, %v; want the handler's answer", res, err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+}

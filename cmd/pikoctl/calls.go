@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -102,6 +103,13 @@ func (a *app) runCall(ctx context.Context, method string, params any) error {
 	var raw json.RawMessage
 	err = c.Call(ctx, method, params, &raw)
 	bar.done()
+	if errors.Is(err, rpc.ErrConnectionLost) {
+		// The request was sent: the call may have run. Never "unreachable"
+		// (exit 3), which a script could take as "start pikod and retry".
+		fmt.Fprintf(a.stderr, "pikoctl: %s\n", cleanLines(err.Error()))
+		fmt.Fprintln(a.stderr, "uncertain: the connection to pikod ended while the call was out; check 'pikoctl mcp actions' and the server before trying again")
+		return &statusExit{code: exitUncertain, msg: "connection lost during the call"}
+	}
 	if err != nil {
 		return err
 	}
