@@ -107,22 +107,8 @@ func TestSaveSettingsCompareAndSwap(t *testing.T) {
 }
 
 func TestMigrationProcesses(t *testing.T) {
-	db, path := openTemp(t)
 	// A database written by schema 1 gains the processes bucket.
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketProcesses); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte("1"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err := Open(path, 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := reopenAtSchema(t, 1, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketProcesses) })
 	if err := db.PutProcess(42, []byte(`{"pid":42}`)); err != nil {
 		t.Fatalf("PutProcess after migration: %v", err)
 	}
@@ -136,4 +122,26 @@ func TestMigrationProcesses(t *testing.T) {
 	if recs, _ := db.ListProcesses(); len(recs) != 0 {
 		t.Fatalf("after DeleteProcess: %q", recs)
 	}
+}
+
+// reopenAtSchema turns a fresh database into one written by schema n: undo
+// removes what later migrations added. Reopening must migrate it forward.
+func reopenAtSchema(t *testing.T, n int, undo func(tx *bolt.Tx) error) (*DB, string) {
+	t.Helper()
+	db, path := openTemp(t)
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := undo(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(n)))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err := Open(path, 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("reopening a schema %d database: %v", n, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
 }

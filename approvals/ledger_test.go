@@ -133,24 +133,15 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 func TestMigrationLedger(t *testing.T) {
-	db, path := openTemp(t)
 	// A database written by schema 2 gains the ledger's buckets.
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+	db, path := reopenAtSchema(t, 2, func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketActions, bucketActionsByTime, bucketReceipts} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte("2"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err := Open(path, 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+		return nil
+	})
 	l, err := OpenLedger(db, filepath.Join(filepath.Dir(path), "tombstones"), nil)
 	if err != nil {
 		t.Fatal(err)

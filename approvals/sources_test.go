@@ -333,22 +333,8 @@ func TestSourceReopenCleansLeftovers(t *testing.T) {
 }
 
 func TestMigrationSources(t *testing.T) {
-	db, path := openTemp(t)
 	// A database written by schema 3 gains sources/.
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketSources); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte("3"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err := Open(path, 100*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := reopenAtSchema(t, 3, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketSources) })
 	s, err := OpenSourceStore(db, filepath.Join(t.TempDir(), "sources"), 0, nil)
 	if err != nil {
 		t.Fatalf("OpenSourceStore after migration: %v", err)
@@ -457,21 +443,7 @@ func TestSourceInline(t *testing.T) {
 }
 
 func TestMigrationSourceData(t *testing.T) {
-	db, path := openTemp(t)
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketSources).DeleteBucket(bucketSourceData); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte("4"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err := Open(path, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, _ := reopenAtSchema(t, 4, func(tx *bolt.Tx) error { return tx.Bucket(bucketSources).DeleteBucket(bucketSourceData) })
 	_ = db.bolt.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketSources).Bucket(bucketSourceData) == nil {
 			t.Error("migration 5 did not create sources/data/")
