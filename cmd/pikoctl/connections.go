@@ -137,6 +137,19 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 			fmt.Fprintf(w, " (INCOMPLETE: %s)\n", clean(s.CatalogProblem))
 		}
 	}
+	if s.Credentials != "" {
+		line := clean(s.Credentials)
+		switch s.Credentials {
+		case "reenter":
+			line += " (stored for another command, arguments or URL: enter them again with 'pikoctl mcp secret " + clean(s.ID) + "')"
+		case "unknown":
+			line += " (the vault is locked or not answering)"
+		}
+		if s.CredentialGeneration > 0 {
+			line += fmt.Sprintf(", generation %d", s.CredentialGeneration)
+		}
+		fmt.Fprintf(w, "credentials: %s\n", line)
+	}
 	if s.ExitStatus != "" {
 		fmt.Fprintf(w, "last exit:  %s\n", clean(s.ExitStatus))
 	}
