@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -189,9 +190,15 @@ func writeCallResult(w *errWriter, r *contracts.CallResult) {
 // progress draws a one-line progress bar on stderr when stderr is a
 // terminal.
 type progress struct {
-	w     io.Writer
-	last  time.Time
-	shown bool
+	w io.Writer
+
+	// mu guards the fields that follow: updates arrive on the client's
+	// reader goroutine, done runs on the caller's, possibly at once (a
+	// Ctrl-C ends the call while notifications are still arriving).
+	mu       sync.Mutex
+	last     time.Time
+	shown    bool
+	finished bool
 }
 
 func (a *app) progressBar() *progress {
@@ -203,7 +210,12 @@ func (a *app) progressBar() *progress {
 }
 
 func (p *progress) update(pp contracts.ProgressParams) {
-	if p == nil || time.Since(p.last) < 50*time.Millisecond {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished || time.Since(p.last) < 50*time.Millisecond {
 		return
 	}
 	p.last, p.shown = time.Now(), true
@@ -221,7 +233,13 @@ func (p *progress) update(pp contracts.ProgressParams) {
 }
 
 func (p *progress) done() {
-	if p != nil && p.shown {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finished = true
+	if p.shown {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
 }
