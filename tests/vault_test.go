@@ -1075,3 +1075,44 @@ func TestVaultUnreachableBus(t *testing.T) {
 		t.Errorf("secret for an unknown server: %s", mustJSON(t, e))
 	}
 }
+
+// TestVaultUnlock: a file vault in unlock mode holds its key only in
+// daemon memory: locked at every start until 'pikoctl vault unlock', a
+// wrong passphrase changes nothing, and servers with stored credentials
+// cannot connect while it is locked.
+func TestVaultUnlock(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, withPikodArgs("--vault", "file-unlock"))
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx")))
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	if !st.Vault.Locked || st.Servers[0].Credentials != "unknown" {
+		t.Fatalf("fresh file-unlock vault: %+v, credentials %q; want locked, unknown", st.Vault, st.Servers[0].Credentials)
+	}
+	if e := d.callErr(t, contracts.MethodSecret, contracts.SecretParams{Server: "fx",
+		Credentials: map[string]any{"env": map[string]string{"FX_TOKEN": "locked-canary-1234"}}}); e.Reason() != "vault_locked" {
+		t.Errorf("secret while locked: %s, want vault_locked", mustJSON(t, e))
+	}
+	// The first unlock of an empty vault sets the passphrase.
+	if out, errOut, code := runCtl(t, d, "correct horse battery\n", "vault", "unlock"); code != 0 || !strings.Contains(out, "vault unlocked") {
+		t.Fatalf("pikoctl vault unlock: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	storeSecret(t, d, "fx", map[string]any{"env": map[string]string{"FX_TOKEN": "unlock-canary-5678"}})
+
+	d.restart()
+	if st := serverStatus(t, d, "fx"); st.Credentials != "unknown" {
+		t.Errorf("after a restart: credentials %q, want unknown (locked again)", st.Credentials)
+	}
+	if e := d.callErr(t, contracts.MethodMCPConnect, contracts.ServerParams{Server: "fx"}); e.Reason() != "vault_locked" {
+		t.Errorf("connect while locked: %s, want vault_locked", mustJSON(t, e))
+	}
+	if _, errOut, code := runCtl(t, d, "wrong passphrase\n", "vault", "unlock"); code != 1 || !strings.Contains(errOut, "passphrase") {
+		t.Errorf("unlock with a wrong passphrase: exit %d, stderr %q; want exit 1 naming the passphrase", code, errOut)
+	}
+	if _, _, code := runCtl(t, d, "correct horse battery\n", "vault", "unlock"); code != 0 {
+		t.Fatalf("unlock with the right passphrase: exit %d", code)
+	}
+	if st := serverStatus(t, d, "fx"); st.Credentials != "stored" || st.CredentialGeneration != 1 {
+		t.Errorf("after unlocking: credentials %q generation %d, want stored 1", st.Credentials, st.CredentialGeneration)
+	}
+}
