@@ -785,7 +785,6 @@ func TestParamsReachHandlersVerbatim(t *testing.T) {
 	}
 }
 
-
 // serveUntilStopped serves s on a fresh socket; stop cancels Serve and
 // returns what it returned.
 func serveUntilStopped(t *testing.T, s *Server) (path string, stop func() error) {
