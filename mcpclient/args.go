@@ -408,22 +408,12 @@ func (p *argParser) hex4() (rune, bool) {
 	if p.pos+4 > len(p.src) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range p.src[p.pos : p.pos+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
+	v, err := strconv.ParseUint(string(p.src[p.pos:p.pos+4]), 16, 32)
+	if err != nil {
+		return 0, false
 	}
 	p.pos += 4
-	return r, true
+	return rune(v), true
 }
 
 // writeString writes s as encoding/json does (HTML-safe); see

@@ -221,26 +221,15 @@ func checkMessage(line []byte) (json.RawMessage, *jsonrpc2.Error) {
 // parseMessage is checkMessage that also returns the params member exactly
 // as the peer wrote it.
 func parseMessage(line []byte) (json.RawMessage, json.RawMessage, *jsonrpc2.Error) {
-	id, obj, err := checkFields(line)
+	obj, id, err := checkObject(line)
 	if err != nil {
 		return id, nil, err
 	}
 	return id, obj["params"], nil
 }
 
-func checkFields(line []byte) (json.RawMessage, map[string]json.RawMessage, *jsonrpc2.Error) {
-	obj, id, err := checkObject(line)
-	if err != nil {
-		return id, nil, err
-	}
-	id = obj["id"]
-	if string(id) == "null" {
-		id = nil
-	}
-	return id, obj, nil
-}
-
-// checkObject parses line once and checks it; it returns the members.
+// checkObject parses line once and checks it; it returns the members and
+// the id (nil when absent or null).
 func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage, _ *jsonrpc2.Error) {
 	if err := json.Unmarshal(line, &obj); err != nil {
 		var syn *json.SyntaxError
@@ -295,7 +284,7 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 		return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: "invalid request: missing method"}
 	}
-	return obj, nil, nil
+	return obj, id, nil
 }
 
 // validID reports whether raw is an id jsonrpc2 can carry faithfully: null,
