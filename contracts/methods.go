@@ -38,6 +38,12 @@ const (
 	MethodMCPActionsList     = "extensions.mcp.actions.list"
 	MethodMCPActionsReview   = "extensions.mcp.actions.review"
 	MethodMCPActionsApprove  = "extensions.mcp.actions.approve"
+	MethodMCPTrust           = "extensions.mcp.trust"
+	MethodMCPReceipts        = "extensions.mcp.receipts"
+	MethodMCPWatch           = "extensions.mcp.watch"
+	MethodMCPSearch          = "extensions.mcp.search"
+	MethodMCPRequestsPropose = "extensions.mcp.requests.propose"
+	MethodPassphrase         = "extensions.approvals.passphrase"
 	MethodSourceRead         = "source.read"
 
 	// Notifications the daemon sends to the connection that made a call.
@@ -45,38 +51,101 @@ const (
 	NotifyMCPEvent    = "extensions.mcp.event"
 )
 
-// Methods lists every request method of the owner API, in documentation
-// order. A method in this list that the daemon does not serve yet answers
-// with ErrNotImplemented, never with a made-up result.
-var Methods = []string{
-	MethodHello,
-	MethodConfigure,
-	MethodSettings,
-	MethodSecret,
-	MethodMCPStatus,
-	MethodMCPConnect,
-	MethodMCPDisconnect,
-	MethodMCPPing,
-	MethodMCPAuth,
-	MethodMCPAuthCancel,
-	MethodMCPLogout,
-	MethodMCPCatalog,
-	MethodMCPCall,
-	MethodMCPResource,
-	MethodMCPPrompt,
-	MethodMCPComplete,
-	MethodMCPTasks,
-	MethodMCPLogging,
-	MethodMCPRequests,
-	MethodMCPRequestsRead,
-	MethodMCPRequestsRespond,
-	MethodMCPArtifact,
-	MethodMCPImport,
-	MethodMCPPause,
-	MethodMCPResume,
-	MethodMCPActionsList,
-	MethodMCPActionsReview,
-	MethodMCPActionsApprove,
-	MethodSourceRead,
-	MethodVaultUnlock,
+// MethodFlags are the properties of a method that the socket server
+// enforces before any handler runs.
+type MethodFlags uint8
+
+const (
+	// TerminalOnly methods decide for the owner (approve, respond, resume,
+	// trust, the passphrase): the caller must be a person at the owner's
+	// terminal, and must give the owner approval passphrase when one is
+	// set. Local tools may ask; only the owner decides.
+	TerminalOnly MethodFlags = 1 << iota
+	// Control methods never wait behind tool calls, catalog fetches or
+	// resource reads: they are how the owner sees and stops what is going on.
+	Control
+)
+
+// Exemption names the one params value that takes a call of a
+// TerminalOnly method out of the terminal check: a rejection or a diff
+// decides nothing. A call whose params lack the member, or carry any other
+// value, is checked.
+type Exemption struct {
+	Field, Value string
+}
+
+// MethodInfo is one row of the method table.
+type MethodInfo struct {
+	Name   string
+	Flags  MethodFlags
+	Exempt *Exemption
+}
+
+// TerminalOnly reports whether calls of m need the owner at a terminal
+// (unless exempt).
+func (m MethodInfo) TerminalOnly() bool { return m.Flags&TerminalOnly != 0 }
+
+// Control reports whether m is on the control lane.
+func (m MethodInfo) Control() bool { return m.Flags&Control != 0 }
+
+// MethodTable lists every request method of the owner API, in
+// documentation order, with its flags. A method in this table that the
+// daemon does not serve yet answers with ErrNotImplemented, never with a
+// made-up result.
+var MethodTable = []MethodInfo{
+	{Name: MethodHello, Flags: Control},
+	{Name: MethodConfigure},
+	{Name: MethodSettings},
+	{Name: MethodSecret},
+	{Name: MethodMCPStatus, Flags: Control},
+	{Name: MethodMCPConnect},
+	{Name: MethodMCPDisconnect, Flags: Control},
+	{Name: MethodMCPPing},
+	{Name: MethodMCPAuth},
+	{Name: MethodMCPAuthCancel, Flags: Control},
+	{Name: MethodMCPLogout},
+	{Name: MethodMCPCatalog},
+	{Name: MethodMCPCall},
+	{Name: MethodMCPResource},
+	{Name: MethodMCPPrompt},
+	{Name: MethodMCPComplete},
+	{Name: MethodMCPTasks},
+	{Name: MethodMCPLogging},
+	{Name: MethodMCPRequests, Flags: Control},
+	{Name: MethodMCPRequestsRead, Flags: Control},
+	{Name: MethodMCPRequestsRespond, Flags: Control | TerminalOnly},
+	{Name: MethodMCPRequestsPropose, Flags: Control},
+	{Name: MethodMCPArtifact},
+	{Name: MethodMCPImport},
+	{Name: MethodMCPPause, Flags: Control},
+	{Name: MethodMCPResume, Flags: Control | TerminalOnly},
+	{Name: MethodMCPTrust, Flags: TerminalOnly, Exempt: &Exemption{Field: "op", Value: "diff"}},
+	{Name: MethodMCPWatch, Flags: Control},
+	{Name: MethodMCPSearch},
+	{Name: MethodMCPActionsList, Flags: Control},
+	{Name: MethodMCPActionsReview, Flags: Control},
+	{Name: MethodMCPActionsApprove, Flags: Control | TerminalOnly, Exempt: &Exemption{Field: "decision", Value: DecisionReject}},
+	{Name: MethodMCPReceipts, Flags: Control},
+	{Name: MethodPassphrase, Flags: Control | TerminalOnly},
+	{Name: MethodSourceRead, Flags: Control},
+	{Name: MethodVaultUnlock, Flags: Control},
+}
+
+// Methods lists the names of MethodTable, in the same order.
+var Methods = func() []string {
+	out := make([]string, len(MethodTable))
+	for i, m := range MethodTable {
+		out[i] = m.Name
+	}
+	return out
+}()
+
+// LookupMethod returns the table row of a method name.
+func LookupMethod(name string) (MethodInfo, bool) {
+	for _, m := range MethodTable {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MethodInfo{}, false
 }
