@@ -11,6 +11,10 @@
 //	├── meta/
 //	│   ├── schema        → decimal schema version (migrations applied)
 //	│   ├── created       → RFC 3339 time the file was initialised
+//	│   ├── receipts_head → the receipt chain's head, JSON
+//	│   │                   {"seq":N,"id":"rcpt_…","hash":"…"}: the
+//	│   │                   newest receipt and the SHA-256 of its stored
+//	│   │                   bytes; absent before the first receipt
 //	│   └── vault_backend → the vault backend "auto" chose, kept so later
 //	│                       starts use the same one
 //	├── settings/
@@ -31,9 +35,16 @@
 //	│   └── <createdAt unix nanos, uint64 big-endian><action id> → empty;
 //	│                            walked backwards for newest-first lists
 //	├── receipts/
-//	│   └── <receipt id "rcpt_…"> → Receipt JSON: kind, server, tool,
-//	│                              argumentsDigest, actionId, status,
-//	│                              sourceId, error, createdAt
+//	│   └── <receipt id "rcpt_…"> → Receipt JSON: id, seq, prev, kind,
+//	│                              server, tool, argumentsDigest,
+//	│                              actionId, status, sourceId, error,
+//	│                              createdAt; never rewritten once stored
+//	├── receipts_by_seq/
+//	│   └── <seq, uint64 big-endian> → receipt id; 1, 2, 3, … without
+//	│                                 gaps: the chain, walked in order
+//	├── receipts_by_time/
+//	│   └── <createdAt unix nanos, uint64 big-endian><receipt id> → empty;
+//	│                            walked backwards for newest-first lists
 //	└── sources/
 //	    ├── meta/
 //	    │   └── <source id "src_…"> → SourceMeta JSON: id, server, tool,
@@ -79,6 +90,18 @@
 // the store removes temporary files, files without metadata and files of
 // evicted sources that a crash left behind.
 //
+// The receipt chain: every receipt records, in prev, the hex SHA-256 of
+// the exact stored bytes of the receipt before it ("" for seq 1), and
+// meta/receipts_head the newest one's id, seq and hash. The link, the seq
+// and the head are computed inside the Update that stores the receipt, from
+// the head as that transaction sees it, so receipts chain in commit order
+// whether AddReceipt or the background writer stores them. Deleting,
+// reordering or editing a stored receipt breaks a link (or the head);
+// VerifyReceipts walks receipts_by_seq/ in short read transactions,
+// holding one hash at a time, and reports the first break. Whoever can
+// write the file can also rebuild the whole chain: it detects tampering
+// with individual receipts (a restored or edited file), not a rewrite.
+//
 // Every write is one bbolt Update, which is on disk (fdatasync) when it
 // returns; Batch is never used. Read receipts (AddReceiptAsync) are the one
 // write nothing waits for: a background writer groups them into fewer
@@ -93,4 +116,7 @@
 //  4. sources/ with meta/ and live/: retained original results.
 //  5. sources/data/: small results (up to 64 KiB) kept inline instead of
 //     in a file each.
+//  6. receipts_by_seq/, receipts_by_time/ and meta/receipts_head: the
+//     receipt chain. The receipts already stored are chained in creation
+//     order (ties by id): each is rewritten once with its seq and prev.
 package approvals

@@ -1,6 +1,10 @@
 package approvals
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -11,16 +15,31 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+var (
+	bucketReceiptsBySeq  = []byte("receipts_by_seq")
+	bucketReceiptsByTime = []byte("receipts_by_time")
+	// keyReceiptsHead (in meta/) records the newest receipt of the chain.
+	keyReceiptsHead = []byte("receipts_head")
+)
+
 // Receipt records one executed call: its kind (mcp_approved,
 // mcp_autonomous, mcp_read), what was called (the arguments by digest
 // only), how it ended and where its original result is retained.
+//
+// Receipts form a hash chain in the order they commit: Seq is the
+// receipt's place (1 for the first) and Prev the hex SHA-256 of the exact
+// stored bytes of receipt Seq-1, both assigned inside the transaction that
+// stores the receipt. Deleting, reordering or editing a stored receipt
+// breaks the chain; VerifyReceipts finds where.
 type Receipt struct {
 	ID   string `json:"id"`
+	Seq  uint64 `json:"seq"`
+	Prev string `json:"prev"`
 	Kind string `json:"kind"`
 	// Server and Tool name the call; Tool is the original tool name.
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
-	// ArgumentsDigest is the action digest of the call.
+	// ArgumentsDigest is the hex SHA-256 of the exact argument bytes.
 	ArgumentsDigest string `json:"argumentsDigest,omitempty"`
 	// ActionID is the ledger action the call belongs to.
 	ActionID string `json:"actionId,omitempty"`
@@ -28,9 +47,27 @@ type Receipt struct {
 	Status string `json:"status"`
 	// SourceID names the retained original result, if any.
 	SourceID string `json:"sourceId,omitempty"`
-	// Error says why a failed or uncertain call ended so; never a secret.
+	// Error says why a failed or uncertain call ended so; never a secret
+	// (the daemon redacts it before it gets here).
 	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+
+	// Hash is the hex SHA-256 of the receipt's stored bytes. It is filled
+	// in when the receipt is stored or read back, never stored itself (the
+	// successor's Prev holds it). A receipt still queued by
+	// AddReceiptAsync has none yet, nor a Seq.
+	Hash string `json:"-"`
+}
+
+// Info is the receipt as extensions.mcp.receipts shows it.
+func (r Receipt) Info() contracts.ReceiptInfo {
+	return contracts.ReceiptInfo{
+		ID: r.ID, Seq: r.Seq, Kind: r.Kind, Server: r.Server, Tool: r.Tool,
+		ArgumentsDigest: r.ArgumentsDigest, ActionID: r.ActionID, Status: r.Status,
+		SourceID: r.SourceID, Error: r.Error,
+		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
+		Prev:      r.Prev, Hash: r.Hash,
+	}
 }
 
 func (l *Ledger) fillReceipt(r *Receipt) error {
@@ -44,42 +81,158 @@ func (l *Ledger) fillReceipt(r *Receipt) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = l.stamp()
 	}
+	// The chain position is the store's to assign, at commit.
+	r.Seq, r.Prev, r.Hash = 0, "", ""
 	return nil
 }
 
-func putReceipts(tx *bolt.Tx, rs []Receipt) error {
-	b := tx.Bucket(bucketReceipts)
+// chainHead is meta/receipts_head: the newest receipt of the chain.
+type chainHead struct {
+	Seq  uint64 `json:"seq"`
+	ID   string `json:"id"`
+	Hash string `json:"hash"`
+}
+
+func (h chainHead) info() contracts.ReceiptChainHead {
+	return contracts.ReceiptChainHead{Seq: h.Seq, ReceiptID: h.ID, Hash: h.Hash}
+}
+
+func readHead(tx *bolt.Tx) (chainHead, error) {
+	var h chainHead
+	v := tx.Bucket(bucketMeta).Get(keyReceiptsHead)
+	if v == nil {
+		return h, nil
+	}
+	if err := json.Unmarshal(v, &h); err != nil {
+		return chainHead{}, fmt.Errorf("the receipt chain head (meta/%s) is unreadable: %w", keyReceiptsHead, err)
+	}
+	return h, nil
+}
+
+func hashOf(stored []byte) string {
+	sum := sha256.Sum256(stored)
+	return hex.EncodeToString(sum[:])
+}
+
+// chainReceipt makes r the newest receipt of the chain, inside tx: it
+// takes the next sequence number and the head's hash as Prev, stores r
+// under its id and in receipts_by_seq/, and moves the head to it. Because
+// the head is read and written in the same transaction, receipts chain in
+// the order their transactions commit, whoever writes them.
+func chainReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
+	head, err := readHead(tx)
+	if err != nil {
+		return Receipt{}, err
+	}
+	r.Seq, r.Prev, r.Hash = head.Seq+1, head.Hash, ""
+	v, err := json.Marshal(r)
+	if err != nil {
+		return Receipt{}, err
+	}
+	r.Hash = hashOf(v)
+	if err := tx.Bucket(bucketReceipts).Put([]byte(r.ID), v); err != nil {
+		return Receipt{}, err
+	}
+	if err := tx.Bucket(bucketReceiptsBySeq).Put(seqKey(r.Seq), []byte(r.ID)); err != nil {
+		return Receipt{}, err
+	}
+	hv, err := json.Marshal(chainHead{Seq: r.Seq, ID: r.ID, Hash: r.Hash})
+	if err != nil {
+		return Receipt{}, err
+	}
+	return r, tx.Bucket(bucketMeta).Put(keyReceiptsHead, hv)
+}
+
+// addReceipts stores new receipts in order, chained, with their time index
+// entries.
+func addReceipts(tx *bolt.Tx, rs []Receipt) ([]Receipt, error) {
+	out := make([]Receipt, 0, len(rs))
 	for _, r := range rs {
-		v, err := json.Marshal(r)
+		if tx.Bucket(bucketReceipts).Get([]byte(r.ID)) != nil {
+			return nil, fmt.Errorf("receipt id %s already in use: %w", r.ID, contracts.ErrInternal)
+		}
+		r, err := chainReceipt(tx, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Bucket(bucketReceiptsByTime).Put(timeKey(r.CreatedAt, r.ID), nil); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// migrateReceiptChain (schema 6) adds receipts_by_seq/,
+// receipts_by_time/ and meta/receipts_head, and chains the receipts
+// stored so far in creation order (ties by id).
+func migrateReceiptChain(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketReceiptsBySeq, bucketReceiptsByTime} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	rb, byTime := tx.Bucket(bucketReceipts), tx.Bucket(bucketReceiptsByTime)
+	decode := func(k, v []byte) (Receipt, error) {
+		var r Receipt
+		if err := json.Unmarshal(v, &r); err != nil {
+			return Receipt{}, fmt.Errorf("chaining the stored receipts: receipt %q is unreadable: %w", k, err)
+		}
+		r.ID = string(k)
+		return r, nil
+	}
+	err := rb.ForEach(func(k, v []byte) error {
+		r, err := decode(k, v)
 		if err != nil {
 			return err
 		}
-		if err := b.Put([]byte(r.ID), v); err != nil {
+		return byTime.Put(timeKey(r.CreatedAt, r.ID), nil)
+	})
+	if err != nil {
+		return err
+	}
+	// Walking the time index gives creation order without holding the
+	// receipts in memory; chainReceipt writes other buckets only.
+	c := byTime.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		id := k[8:]
+		r, err := decode(id, rb.Get(id))
+		if err != nil {
+			return err
+		}
+		if _, err := chainReceipt(tx, r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// AddReceipt stores r durably (one Update) and returns it with its id and
-// time filled in. Approved and autonomous calls use it: their receipt is on
-// disk before the caller learns the result.
+// AddReceipt stores r durably (one Update) and returns it with its id,
+// time, place in the chain and hash filled in. Approved and autonomous
+// calls use it: their receipt is on disk before the caller learns the
+// result.
 func (l *Ledger) AddReceipt(r Receipt) (Receipt, error) {
 	if err := l.fillReceipt(&r); err != nil {
 		return Receipt{}, err
 	}
-	err := l.db.Update(func(tx *bolt.Tx) error { return putReceipts(tx, []Receipt{r}) })
+	var out []Receipt
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		out, err = addReceipts(tx, []Receipt{r})
+		return err
+	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("recording receipt for %s/%s: %w", r.Server, r.Tool, err)
 	}
-	return r, nil
+	return out[0], nil
 }
 
 // AddReceiptAsync assigns r its id and time now and stores it through a
 // background writer that groups receipts into few transactions. It is for
 // read receipts, where no side effect waits on the write; Receipt finds it
-// at once, and Close flushes whatever is still queued. An invalid receipt
-// is logged and dropped.
+// at once, and Close flushes whatever is still queued. The receipt takes
+// its place in the chain when its group commits, so the one returned has
+// no Seq or Hash yet. An invalid receipt is logged and dropped.
 func (l *Ledger) AddReceiptAsync(r Receipt) Receipt {
 	if err := l.fillReceipt(&r); err != nil {
 		l.log.Error().Err(err).Msg("dropping receipt")
@@ -94,8 +247,26 @@ func (l *Ledger) AddReceiptAsync(r Receipt) Receipt {
 	return r
 }
 
+// FlushReceipts stores every receipt AddReceiptAsync has queued so far and
+// returns once they are on disk (or the write failed; they stay queued).
+// Lists and verification call it first, so they see every receipt of a
+// call that has already answered.
+func (l *Ledger) FlushReceipts() error {
+	return l.async.flush()
+}
+
+// decodeReceipt reads a stored receipt and fills in its hash.
+func decodeReceipt(v []byte) (Receipt, error) {
+	var r Receipt
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Receipt{}, err
+	}
+	r.Hash = hashOf(v)
+	return r, nil
+}
+
 // Receipt returns the receipt id, including one still queued by
-// AddReceiptAsync.
+// AddReceiptAsync (without Seq and Hash).
 func (l *Ledger) Receipt(id string) (Receipt, error) {
 	if r, ok := l.async.pendingReceipt(id); ok {
 		return r, nil
@@ -110,7 +281,11 @@ func (l *Ledger) Receipt(id string) (Receipt, error) {
 			return nil
 		}
 		found = true
-		return json.Unmarshal(v, &r)
+		var err error
+		if r, err = decodeReceipt(v); err != nil {
+			return unreadableReceipt(id, err)
+		}
+		return nil
 	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("reading receipt %s: %w", id, err)
@@ -120,9 +295,269 @@ func (l *Ledger) Receipt(id string) (Receipt, error) {
 		if r, ok := l.async.pendingReceipt(id); ok {
 			return r, nil
 		}
-		return Receipt{}, contracts.Errorf(contracts.ErrNotFound, "receipt_not_found", "no receipt %q", id)
+		return Receipt{}, contracts.WithHint(
+			contracts.Errorf(contracts.ErrNotFound, "receipt_not_found", "no receipt %q", id),
+			"list receipts with 'pikoctl mcp receipts'")
 	}
 	return r, nil
+}
+
+func unreadableReceipt(id string, err error) error {
+	return contracts.WithHint(
+		contracts.Errorf(contracts.ErrFailedPrecondition, "receipt_unreadable",
+			"stored receipt %s is not a receipt (%v): the database was damaged or edited", id, err),
+		"check the whole chain with 'pikoctl mcp receipts --verify'")
+}
+
+// ReceiptQuery selects receipts for ListReceipts.
+type ReceiptQuery struct {
+	// Server keeps one server's receipts ("" for all).
+	Server string
+	// Since keeps receipts created at or after it (zero for all).
+	Since time.Time
+	// Limit bounds the answer (contracts.DefaultReceiptsLimit if <= 0).
+	Limit int
+}
+
+// ListReceipts returns the stored receipts q selects, newest first by
+// creation time, and the chain head read in the same transaction.
+// Receipts still queued by AddReceiptAsync are not included: call
+// FlushReceipts first.
+func (l *Ledger) ListReceipts(q ReceiptQuery) ([]Receipt, contracts.ReceiptChainHead, error) {
+	if q.Limit <= 0 {
+		q.Limit = contracts.DefaultReceiptsLimit
+	}
+	var (
+		out  []Receipt
+		head chainHead
+	)
+	err := l.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if head, err = readHead(tx); err != nil {
+			return err
+		}
+		rb := tx.Bucket(bucketReceipts)
+		c := tx.Bucket(bucketReceiptsByTime).Cursor()
+		var since uint64
+		if !q.Since.IsZero() {
+			since = uint64(q.Since.UnixNano())
+		}
+		for k, _ := c.Last(); k != nil && len(out) < q.Limit; k, _ = c.Prev() {
+			if len(k) <= 8 {
+				continue
+			}
+			if binary.BigEndian.Uint64(k[:8]) < since {
+				break
+			}
+			id := k[8:]
+			v := rb.Get(id)
+			if v == nil {
+				// Gone from the store; verification reports it.
+				continue
+			}
+			r, err := decodeReceipt(v)
+			if err != nil {
+				return unreadableReceipt(string(id), err)
+			}
+			if q.Server == "" || r.Server == q.Server {
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, contracts.ReceiptChainHead{}, fmt.Errorf("listing receipts: %w", err)
+	}
+	return out, head.info(), nil
+}
+
+// verifyChunk is how many receipts one read transaction of VerifyReceipts
+// walks: a long chain is checked in several short transactions, holding
+// one hash at a time, so neither memory nor a transaction grows with it.
+const verifyChunk = 1024
+
+// VerifyReceipts walks the receipt chain from sequence 1 to the head and
+// reports the first break: a missing sequence number or receipt, a receipt
+// out of place or unreadable, a receipt whose stored bytes do not hash to
+// what its successor recorded, a newest receipt that does not match the
+// head, or a stored receipt outside the chain. Receipts committed while it
+// runs are walked too. The error is for a failure to read the database,
+// not for a broken chain.
+func (l *Ledger) VerifyReceipts() (contracts.ReceiptsVerification, error) {
+	v := chainWalk{next: 1}
+	for !v.done {
+		if err := l.db.View(v.step); err != nil {
+			return contracts.ReceiptsVerification{}, fmt.Errorf("verifying the receipt chain: %w", err)
+		}
+	}
+	if v.out.Break == nil {
+		var after []byte
+		for done := false; !done; {
+			err := l.db.View(func(tx *bolt.Tx) error {
+				var err error
+				after, done, err = v.strays(tx, after)
+				return err
+			})
+			if err != nil {
+				return contracts.ReceiptsVerification{}, fmt.Errorf("verifying the receipt chain: %w", err)
+			}
+		}
+	}
+	v.out.OK = v.out.Break == nil
+	return v.out, nil
+}
+
+// chainWalk is the state VerifyReceipts carries from one transaction to
+// the next: the sequence number expected next and the receipt before it.
+type chainWalk struct {
+	next     uint64
+	prevID   string
+	prevHash string
+	done     bool
+	out      contracts.ReceiptsVerification
+}
+
+func (w *chainWalk) fail(seq uint64, id, problem, format string, args ...any) {
+	w.out.Break = &contracts.ReceiptChainBreak{Seq: seq, ReceiptID: id, Problem: problem, Message: fmt.Sprintf(format, args...)}
+	w.done = true
+}
+
+// step walks up to verifyChunk receipts in one transaction; reaching the
+// end of the chain, it checks the head read in that same transaction.
+func (w *chainWalk) step(tx *bolt.Tx) error {
+	head, err := readHead(tx)
+	if err != nil {
+		w.fail(w.next-1, w.prevID, contracts.ChainHeadMismatch, "%v", err)
+		return nil
+	}
+	w.out.Head = head.info()
+	rb := tx.Bucket(bucketReceipts)
+	c := tx.Bucket(bucketReceiptsBySeq).Cursor()
+	n := 0
+	for k, idb := c.Seek(seqKey(w.next)); ; k, idb = c.Next() {
+		if k == nil {
+			w.end(head)
+			return nil
+		}
+		if n == verifyChunk {
+			return nil
+		}
+		n++
+		id := string(idb)
+		if len(k) != 8 {
+			w.fail(w.next, id, contracts.ChainOutOfOrder, "the sequence index has a malformed key %x naming receipt %s", k, id)
+			return nil
+		}
+		seq := binary.BigEndian.Uint64(k)
+		switch {
+		case seq > head.Seq:
+			w.fail(seq, id, contracts.ChainHeadMismatch,
+				"receipt %s (sequence %d) follows the chain head, which records sequence %d (receipt %s): the head was rolled back or receipts were added",
+				id, seq, head.Seq, head.ID)
+			return nil
+		case seq != w.next:
+			w.fail(w.next, "", contracts.ChainSequenceMissing,
+				"no receipt has sequence number %d: %s; it was deleted", w.next, w.between(id, seq))
+			return nil
+		}
+		stored := rb.Get(idb)
+		if stored == nil {
+			w.fail(seq, id, contracts.ChainReceiptMissing,
+				"receipt %s (sequence %d) is missing: the sequence index names it, the store does not hold it; it was deleted", id, seq)
+			return nil
+		}
+		var r Receipt
+		if err := json.Unmarshal(stored, &r); err != nil {
+			w.fail(seq, id, contracts.ChainUnreadable, "receipt %s (sequence %d) is not a receipt (%v): it was edited or damaged", id, seq, err)
+			return nil
+		}
+		if r.ID != id || r.Seq != seq {
+			w.fail(seq, id, contracts.ChainOutOfOrder,
+				"place %d of the chain holds receipt %s, which records id %q and sequence %d: receipts were moved", seq, id, r.ID, r.Seq)
+			return nil
+		}
+		if r.Prev != w.prevHash {
+			if seq == 1 {
+				w.fail(seq, id, contracts.ChainContentMismatch,
+					"receipt %s (sequence 1) records a predecessor, but it is the first receipt: it was edited, or receipts before it were removed", id)
+			} else {
+				w.fail(seq-1, w.prevID, contracts.ChainContentMismatch,
+					"receipt %s (sequence %d) does not match the hash its successor %s (sequence %d) recorded: %s was edited (or %s was moved or edited)",
+					w.prevID, seq-1, id, seq, w.prevID, id)
+			}
+			return nil
+		}
+		w.prevID, w.prevHash = id, hashOf(stored)
+		w.next++
+		w.out.Checked++
+	}
+}
+
+// between describes the gap before the receipt at seq.
+func (w *chainWalk) between(id string, seq uint64) string {
+	if w.prevID == "" {
+		return fmt.Sprintf("the first receipt in the chain is %s (sequence %d)", id, seq)
+	}
+	return fmt.Sprintf("the chain goes from %s (sequence %d) to %s (sequence %d)", w.prevID, w.next-1, id, seq)
+}
+
+// end checks the head against the last receipt walked.
+func (w *chainWalk) end(head chainHead) {
+	last := w.next - 1
+	w.done = true
+	switch {
+	case head.Seq > last:
+		id := ""
+		if head.Seq == last+1 {
+			id = head.ID
+		}
+		w.fail(last+1, id, contracts.ChainSequenceMissing,
+			"the chain head records sequence %d (receipt %s), but the last receipt is sequence %d: the newest receipts were deleted",
+			head.Seq, head.ID, last)
+	case last == 0:
+		// No receipts, and a head that says so.
+	case head.ID != w.prevID:
+		w.fail(last, w.prevID, contracts.ChainHeadMismatch,
+			"the chain head names receipt %s, but the newest receipt (sequence %d) is %s", head.ID, last, w.prevID)
+	case head.Hash != w.prevHash:
+		w.fail(last, w.prevID, contracts.ChainHeadMismatch,
+			"receipt %s (sequence %d, the newest) does not match the hash the chain head recorded: it was edited (or the head was)",
+			w.prevID, last)
+	}
+}
+
+// strays walks up to verifyChunk stored receipts by id, starting after
+// the key after, and fails on the first one that no place of the chain
+// holds. It returns the last key walked and whether the store ended.
+func (w *chainWalk) strays(tx *bolt.Tx, after []byte) ([]byte, bool, error) {
+	bySeq := tx.Bucket(bucketReceiptsBySeq)
+	c := tx.Bucket(bucketReceipts).Cursor()
+	k, v := c.First()
+	if after != nil {
+		if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+	}
+	for n := 0; k != nil; k, v = c.Next() {
+		if n == verifyChunk {
+			return bytes.Clone(after), false, nil
+		}
+		n++
+		var r struct {
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(v, &r); err != nil {
+			w.fail(0, string(k), contracts.ChainUnreadable, "stored receipt %s is not a receipt (%v) and is outside the chain", k, err)
+			return nil, true, nil
+		}
+		if !bytes.Equal(bySeq.Get(seqKey(r.Seq)), k) {
+			w.fail(r.Seq, string(k), contracts.ChainNotInChain,
+				"stored receipt %s records sequence %d, but that place of the chain holds another receipt (or none): it was added or moved", k, r.Seq)
+			return nil, true, nil
+		}
+		after = k
+	}
+	return nil, true, nil
 }
 
 // asyncWriter stores queued receipts in the background, many per
@@ -134,6 +569,10 @@ type asyncWriter struct {
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+
+	// flushMu serialises flushes (the writer's own and FlushReceipts), so
+	// that a flush that returns has seen every earlier one commit.
+	flushMu sync.Mutex
 
 	// mu guards the fields that follow.
 	mu      sync.Mutex
@@ -211,29 +650,36 @@ func linger(stop <-chan struct{}) bool {
 	}
 }
 
-// flush writes everything queued in one Update. On failure the receipts
-// go back to the front of the queue for the next flush.
-func (w *asyncWriter) flush() {
+// flush writes everything queued in one Update, chained in queue order
+// after whatever committed before. On failure the receipts go back to the
+// front of the queue for the next flush.
+func (w *asyncWriter) flush() error {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
 	w.mu.Lock()
 	batch := w.queue
 	w.queue = nil
 	w.mu.Unlock()
 	if len(batch) == 0 {
-		return
+		return nil
 	}
-	err := w.db.Update(func(tx *bolt.Tx) error { return putReceipts(tx, batch) })
+	err := w.db.Update(func(tx *bolt.Tx) error {
+		_, err := addReceipts(tx, batch)
+		return err
+	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
 		w.lastErr = fmt.Errorf("storing %d read receipts: %w", len(batch), err)
 		w.log.Error().Err(err).Int("receipts", len(batch)).Msg("storing read receipts failed; will retry")
 		w.queue = append(batch, w.queue...)
-		return
+		return w.lastErr
 	}
 	w.lastErr = nil
 	for _, r := range batch {
 		delete(w.pending, r.ID)
 	}
+	return nil
 }
 
 // close stops accepting, flushes and waits for the writer; it reports a

@@ -1,0 +1,120 @@
+package contracts
+
+// Limits of extensions.mcp.receipts.
+const (
+	// DefaultReceiptsLimit is how many receipts a list returns when no
+	// limit is given.
+	DefaultReceiptsLimit = 100
+	// MaxReceiptsLimit is the largest limit a list accepts.
+	MaxReceiptsLimit = 1000
+)
+
+// ReceiptsParams is the params of extensions.mcp.receipts. It does one of
+// three things:
+//
+//   - list (no ID, no Verify): receipts newest first by creation time.
+//     Server keeps one server's; Since (RFC 3339) keeps those created at or
+//     after it; Limit bounds the answer (default DefaultReceiptsLimit, at
+//     most MaxReceiptsLimit).
+//   - read (ID): that one receipt.
+//   - verify (Verify): walk the whole receipt chain and report the first
+//     break. Verify takes no other member: the chain is checked whole.
+type ReceiptsParams struct {
+	Server string `json:"server,omitempty"`
+	Since  string `json:"since,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Verify bool   `json:"verify,omitempty"`
+}
+
+// ReceiptsResult is the result of extensions.mcp.receipts. A list or a
+// read has Receipts (possibly empty) and Head; a verify has Verification
+// only.
+type ReceiptsResult struct {
+	Receipts []ReceiptInfo `json:"receipts,omitzero"`
+	// Head is the chain head when the answer was read: write it down
+	// somewhere else to notice later if the whole chain was rebuilt.
+	Head         *ReceiptChainHead     `json:"head,omitempty"`
+	Verification *ReceiptsVerification `json:"verification,omitempty"`
+}
+
+// ReceiptInfo is one receipt: the record an executed call left. Seq is its
+// place in the chain (1 for the first receipt); Prev is the hex SHA-256 of
+// the stored bytes of receipt Seq-1 ("" for the first); Hash is the hex
+// SHA-256 of this receipt's own stored bytes, which its successor records.
+type ReceiptInfo struct {
+	ID   string `json:"id"`
+	Seq  uint64 `json:"seq"`
+	Kind string `json:"kind"`
+	// Server and Tool name the call; Tool is the tool's original name.
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// ArgumentsDigest is the hex SHA-256 of the exact argument bytes sent.
+	ArgumentsDigest string `json:"argumentsDigest,omitempty"`
+	ActionID        string `json:"actionId,omitempty"`
+	// Status is completed, failed or uncertain.
+	Status string `json:"status"`
+	// SourceID is the retained original result (read it with source.read).
+	SourceID string `json:"sourceId,omitempty"`
+	// Error says why a failed or uncertain call ended so (redacted).
+	Error string `json:"error,omitempty"`
+	// CreatedAt is RFC 3339 with fractional seconds, UTC.
+	CreatedAt string `json:"createdAt"`
+	Prev      string `json:"prev"`
+	Hash      string `json:"hash"`
+}
+
+// ReceiptChainHead is the newest receipt of the chain as the database
+// records it: its sequence number, id and hash. Seq 0 means no receipt yet.
+type ReceiptChainHead struct {
+	Seq       uint64 `json:"seq"`
+	ReceiptID string `json:"receiptId,omitempty"`
+	Hash      string `json:"hash,omitempty"`
+}
+
+// ReceiptsVerification is the outcome of walking the receipt chain. OK
+// means every receipt from sequence 1 to the head is present, in order,
+// stored exactly as written, the head matches the newest one, and no
+// stored receipt lies outside the chain. Otherwise Break is the first
+// problem found. Checked counts the receipts whose links were verified
+// before it.
+type ReceiptsVerification struct {
+	OK      bool               `json:"ok"`
+	Checked uint64             `json:"checked"`
+	Head    ReceiptChainHead   `json:"head"`
+	Break   *ReceiptChainBreak `json:"break,omitempty"`
+}
+
+// Problems a chain verification reports (ReceiptChainBreak.Problem).
+const (
+	// ChainContentMismatch: the receipt's stored bytes do not hash to what
+	// its successor recorded (it was edited, or its successor was moved or
+	// edited).
+	ChainContentMismatch = "content_mismatch"
+	// ChainHeadMismatch: the newest receipt does not match the chain head
+	// (edited, or the head was), or receipts follow the recorded head.
+	ChainHeadMismatch = "head_mismatch"
+	// ChainSequenceMissing: no receipt has this sequence number (deleted).
+	ChainSequenceMissing = "sequence_missing"
+	// ChainReceiptMissing: the sequence index names a receipt that is not
+	// stored (deleted).
+	ChainReceiptMissing = "receipt_missing"
+	// ChainOutOfOrder: the receipt at this place records another sequence
+	// number or id (moved).
+	ChainOutOfOrder = "out_of_order"
+	// ChainUnreadable: the stored bytes are not a receipt.
+	ChainUnreadable = "unreadable"
+	// ChainNotInChain: a stored receipt that no place of the chain holds
+	// (inserted, or its place was taken).
+	ChainNotInChain = "not_in_chain"
+)
+
+// ReceiptChainBreak is the first problem a verification found: the
+// sequence number and (when known) the id of the receipt at fault, the
+// problem (one of the Chain* constants) and a sentence for a person.
+type ReceiptChainBreak struct {
+	Seq       uint64 `json:"seq"`
+	ReceiptID string `json:"receiptId,omitempty"`
+	Problem   string `json:"problem"`
+	Message   string `json:"message"`
+}
