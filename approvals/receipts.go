@@ -371,6 +371,21 @@ func (l *Ledger) ListReceipts(q ReceiptQuery) ([]Receipt, contracts.ReceiptChain
 	return out, head.info(), nil
 }
 
+// ReceiptsHead returns the chain head: the newest stored receipt's
+// sequence number, id and hash (zero before the first receipt).
+func (l *Ledger) ReceiptsHead() (contracts.ReceiptChainHead, error) {
+	var head chainHead
+	err := l.db.View(func(tx *bolt.Tx) error {
+		var err error
+		head, err = readHead(tx)
+		return err
+	})
+	if err != nil {
+		return contracts.ReceiptChainHead{}, fmt.Errorf("reading the receipt chain head: %w", err)
+	}
+	return head.info(), nil
+}
+
 // verifyChunk is how many receipts one read transaction of VerifyReceipts
 // walks: a long chain is checked in several short transactions, holding
 // one hash at a time, so neither memory nor a transaction grows with it.
@@ -417,8 +432,13 @@ type chainWalk struct {
 	out      contracts.ReceiptsVerification
 }
 
+// fail records the first break: the receipt at seq is at fault, so only
+// the ones before it count as checked.
 func (w *chainWalk) fail(seq uint64, id, problem, format string, args ...any) {
 	w.out.Break = &contracts.ReceiptChainBreak{Seq: seq, ReceiptID: id, Problem: problem, Message: fmt.Sprintf(format, args...)}
+	if seq > 0 {
+		w.out.Checked = min(w.out.Checked, seq-1)
+	}
 	w.done = true
 }
 

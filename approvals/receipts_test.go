@@ -344,6 +344,9 @@ func TestReceiptChainTampering(t *testing.T) {
 			if wantID != "" && !strings.Contains(b.Message, wantID) {
 				t.Errorf("break message %q does not name receipt %s", b.Message, wantID)
 			}
+			if tc.problem != contracts.ChainNotInChain && v.Checked != tc.seq-1 {
+				t.Errorf("checked %d receipts, want the %d before the break", v.Checked, tc.seq-1)
+			}
 			if !strings.Contains(b.Message, strconv.FormatUint(tc.seq, 10)) {
 				t.Errorf("break message %q does not name sequence %d", b.Message, tc.seq)
 			}
@@ -374,8 +377,8 @@ func TestReceiptChainLong(t *testing.T) {
 	if err != nil || v.Break == nil || v.Break.Seq != verifyChunk || v.Break.ReceiptID != target.id || v.Break.Problem != contracts.ChainContentMismatch {
 		t.Fatalf("VerifyReceipts = %+v (break %+v), %v; want content_mismatch at %d (%s)", v, v.Break, err, verifyChunk, target.id)
 	}
-	if v.Checked != verifyChunk {
-		t.Errorf("checked %d receipts before the break, want %d", v.Checked, verifyChunk)
+	if v.Checked != verifyChunk-1 {
+		t.Errorf("checked %d receipts before the break, want %d", v.Checked, verifyChunk-1)
 	}
 }
 

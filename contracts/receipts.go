@@ -76,8 +76,8 @@ type ReceiptChainHead struct {
 // means every receipt from sequence 1 to the head is present, in order,
 // stored exactly as written, the head matches the newest one, and no
 // stored receipt lies outside the chain. Otherwise Break is the first
-// problem found. Checked counts the receipts whose links were verified
-// before it.
+// problem found. Checked counts the receipts found intact: all of them
+// when OK, else those before the receipt at fault.
 type ReceiptsVerification struct {
 	OK      bool               `json:"ok"`
 	Checked uint64             `json:"checked"`
