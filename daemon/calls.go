@@ -178,12 +178,14 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 			reason = "the tool reported an error (isError)"
 		}
 	}
+	// Receipts are kept for good and listed to anyone on the socket:
+	// every string a server could have influenced is redacted here.
 	rec := approvals.Receipt{
-		Kind: ex.kind, Server: ex.server, Tool: ex.tool, ArgumentsDigest: digestOf(ex.args),
+		Kind: ex.kind, Server: ex.server, Tool: string(d.redact([]byte(ex.tool))), ArgumentsDigest: digestOf(ex.args),
 		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID,
 	}
 	if res.Error != nil {
-		rec.Error = res.Error.Message
+		rec.Error = string(d.redact([]byte(res.Error.Message)))
 	}
 	if ex.kind == contracts.ReceiptRead {
 		rec = d.ledger.AddReceiptAsync(rec)

@@ -28,6 +28,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPActionsList:    d.actionsList,
 		contracts.MethodMCPActionsReview:  d.actionsReview,
 		contracts.MethodMCPActionsApprove: d.actionsApprove,
+		contracts.MethodMCPReceipts:       d.receipts,
 		contracts.MethodSourceRead:        d.sourceRead,
 		contracts.MethodSecret:            d.secret,
 		contracts.MethodVaultUnlock:       d.vaultUnlock,

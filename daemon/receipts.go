@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/pikod/pikod/approvals"
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
+)
+
+// receipts serves extensions.mcp.receipts: a list, one receipt, or a
+// verification of the whole chain. Queued read receipts are stored first,
+// so every call that has answered is in what it reads.
+func (d *daemon) receipts(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.ReceiptsParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	filtered := p.Server != "" || p.Since != "" || p.Limit != 0
+	switch {
+	case p.Verify && (filtered || p.ID != ""):
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+			`"verify" checks the whole chain and takes no "server", "since", "limit" or "id"`)
+	case p.ID != "" && filtered:
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+			`"id" names one receipt and takes no "server", "since" or "limit"`)
+	}
+	if err := d.ledger.FlushReceipts(); err != nil {
+		// What is on disk can still be read; the log says what failed.
+		d.log.Error().Err(err).Msg("storing queued read receipts before reading receipts")
+	}
+	if p.Verify {
+		v, err := d.ledger.VerifyReceipts()
+		if err != nil {
+			return nil, err
+		}
+		ev := d.log.Info()
+		if !v.OK {
+			ev = d.log.Warn().Uint64("break_seq", v.Break.Seq).Str("receipt", v.Break.ReceiptID).Str("problem", v.Break.Problem)
+		}
+		ev.Bool("ok", v.OK).Uint64("checked", v.Checked).Uint64("head_seq", v.Head.Seq).Msg("receipt chain verified")
+		return contracts.ReceiptsResult{Verification: &v}, nil
+	}
+	if p.ID != "" {
+		r, err := d.ledger.Receipt(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		head, err := d.ledger.ReceiptsHead()
+		if err != nil {
+			return nil, err
+		}
+		return contracts.ReceiptsResult{Receipts: []contracts.ReceiptInfo{r.Info()}, Head: &head}, nil
+	}
+	q := approvals.ReceiptQuery{Server: p.Server, Limit: p.Limit}
+	if p.Limit < 0 || p.Limit > contracts.MaxReceiptsLimit {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_limit",
+			`"limit" must be between 1 and %d (0 or absent: %d)`, contracts.MaxReceiptsLimit, contracts.DefaultReceiptsLimit)
+	}
+	if p.Since != "" {
+		t, err := time.Parse(time.RFC3339Nano, p.Since)
+		if err != nil {
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_since",
+				`"since" must be an RFC 3339 time such as 2026-03-01T12:00:00Z (got %q)`, p.Since)
+		}
+		q.Since = t
+	}
+	list, head, err := d.ledger.ListReceipts(q)
+	if err != nil {
+		return nil, err
+	}
+	out := contracts.ReceiptsResult{Receipts: make([]contracts.ReceiptInfo, 0, len(list)), Head: &head}
+	for _, r := range list {
+		out.Receipts = append(out.Receipts, r.Info())
+	}
+	return out, nil
+}
