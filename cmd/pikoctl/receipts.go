@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newReceiptsCmds() []*cobra.Command {
+	return []*cobra.Command{a.newReceiptsCmd(), a.newReceiptCmd()}
+}
+
+func (a *app) newReceiptsCmd() *cobra.Command {
+	var (
+		since  string
+		limit  int
+		verify bool
+	)
+	cmd := &cobra.Command{
+		Use:   "receipts [SERVER] [--since T] [--limit N] | receipts --verify",
+		Short: "List the receipts of executed calls, or verify their hash chain",
+		Long: `receipts lists the receipts executed calls left, newest first: all of them,
+or one server's, or those created since T (an RFC 3339 time such as
+2026-03-01T12:00:00Z, or a duration back from now such as 90m, 24h or 7d).
+
+--verify walks the whole receipt chain instead and reports the first break:
+a receipt edited, deleted or moved since it was written, or a newest receipt
+that does not match the chain head. Exit status 0 when the chain is intact,
+1 when it is broken (see the README for what this does and does not prove).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var params contracts.ReceiptsParams
+			if verify {
+				if len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
+					return usageErrorf("--verify checks the whole chain: it takes no SERVER, --since or --limit")
+				}
+				params.Verify = true
+			} else {
+				if len(args) == 1 {
+					params.Server = args[0]
+				}
+				if limit < 1 || limit > contracts.MaxReceiptsLimit {
+					return usageErrorf("--limit must be between 1 and %d", contracts.MaxReceiptsLimit)
+				}
+				params.Limit = limit
+				if since != "" {
+					t, err := parseSince(since, time.Now())
+					if err != nil {
+						return &usageError{err: err}
+					}
+					params.Since = t.UTC().Format(time.RFC3339Nano)
+				}
+			}
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, params, &raw); err != nil {
+				return err
+			}
+			var res contracts.ReceiptsResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the extensions.mcp.receipts result: %w", err)
+			}
+			if verify {
+				if res.Verification == nil {
+					return fmt.Errorf("the daemon answered a verification without one: %s", truncate(clean(string(raw)), 200))
+				}
+				if a.jsonOut {
+					if err := printRaw(a.stdout, raw); err != nil {
+						return err
+					}
+				} else {
+					w := &errWriter{w: a.stdout}
+					writeVerification(w, res.Verification)
+					if w.err != nil {
+						return w.err
+					}
+				}
+				if !res.Verification.OK {
+					return &statusExit{code: exitFailure, msg: "the receipt chain is broken"}
+				}
+				return nil
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			w := &errWriter{w: a.stdout}
+			writeReceipts(w, &res)
+			return w.err
+		},
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only receipts created at or after T (RFC 3339, or a duration ago: 90m, 24h, 7d)")
+	cmd.Flags().IntVar(&limit, "limit", contracts.DefaultReceiptsLimit, fmt.Sprintf("at most this many (up to %d)", contracts.MaxReceiptsLimit))
+	cmd.Flags().BoolVar(&verify, "verify", false, "walk the whole receipt chain and report the first break (exit 1 if broken)")
+	return cmd
+}
+
+func (a *app) newReceiptCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "receipt RECEIPT_ID",
+		Short: "Show one receipt",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{ID: args[0]}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.ReceiptsResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the extensions.mcp.receipts result: %w", err)
+			}
+			if len(res.Receipts) != 1 {
+				return fmt.Errorf("the daemon answered %d receipts for one id", len(res.Receipts))
+			}
+			w := &errWriter{w: a.stdout}
+			writeReceipt(w, &res.Receipts[0])
+			return w.err
+		},
+	}
+}
+
+// parseSince reads --since: an RFC 3339 time, or a duration back from now
+// (Go's units, plus d for days).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	var (
+		d   time.Duration
+		err error
+	)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n float64
+		if n, err = strconv.ParseFloat(days, 64); err == nil {
+			d = time.Duration(n * float64(24*time.Hour))
+		}
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("--since %q is neither an RFC 3339 time (2026-03-01T12:00:00Z) nor a duration ago (90m, 24h, 7d)", s)
+	}
+	return now.Add(-d), nil
+}
+
+func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
+	if len(res.Receipts) == 0 {
+		fmt.Fprintln(w, "no receipts")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SEQ\tRECEIPT\tCREATED\tKIND\tSERVER\tTOOL\tSTATUS")
+		for _, r := range res.Receipts {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(shortTime(r.CreatedAt)), cell(r.Kind),
+				cell(r.Server), cell(truncate(clean(r.Tool), 30)), cell(r.Status))
+		}
+		if err := tw.Flush(); err != nil {
+			return
+		}
+	}
+	if res.Head != nil && res.Head.Seq > 0 {
+		fmt.Fprintf(w, "chain head: sequence %d, %s, sha256 %s\n", res.Head.Seq, clean(res.Head.ReceiptID), clean(res.Head.Hash))
+	}
+}
+
+// shortTime shows an RFC 3339 time to the second.
+func shortTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func writeReceipt(w *errWriter, r *contracts.ReceiptInfo) {
+	line := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-10s %s\n", label+":", clean(value))
+		}
+	}
+	line("receipt", r.ID)
+	line("sequence", strconv.FormatUint(r.Seq, 10))
+	line("kind", r.Kind)
+	line("server", r.Server)
+	line("tool", r.Tool)
+	line("status", r.Status)
+	line("created", r.CreatedAt)
+	line("action", r.ActionID)
+	if r.ArgumentsDigest != "" {
+		line("arguments", "sha256 "+r.ArgumentsDigest)
+	}
+	if r.SourceID != "" {
+		line("result", r.SourceID+" (pikoctl mcp source "+r.SourceID+")")
+	}
+	line("error", r.Error)
+	if r.Seq == 0 {
+		fmt.Fprintln(w, "chain:     not stored yet (a read receipt waiting to be written)")
+		return
+	}
+	prev := r.Prev
+	if prev == "" {
+		prev = "none (the first receipt)"
+	}
+	line("prev", prev)
+	line("hash", r.Hash)
+}
+
+func writeVerification(w *errWriter, v *contracts.ReceiptsVerification) {
+	if v.OK {
+		if v.Head.Seq == 0 {
+			fmt.Fprintln(w, "receipt chain intact: no receipts yet")
+			return
+		}
+		fmt.Fprintf(w, "receipt chain intact: %d receipts, sequence 1 to %d\n", v.Checked, v.Head.Seq)
+		fmt.Fprintf(w, "head: %s, sha256 %s\n", clean(v.Head.ReceiptID), clean(v.Head.Hash))
+		return
+	}
+	b := v.Break
+	if b == nil {
+		fmt.Fprintln(w, "receipt chain BROKEN (the daemon gave no detail)")
+		return
+	}
+	at := fmt.Sprintf("sequence %d", b.Seq)
+	if b.ReceiptID != "" {
+		at += ", receipt " + clean(b.ReceiptID)
+	}
+	fmt.Fprintf(w, "receipt chain BROKEN at %s: %s\n", at, strings.ReplaceAll(clean(b.Problem), "_", " "))
+	fmt.Fprintf(w, "  %s\n", clean(b.Message))
+	fmt.Fprintf(w, "%d receipts before it verified; the chain head records sequence %d\n", v.Checked, v.Head.Seq)
+}
