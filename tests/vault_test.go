@@ -641,7 +641,15 @@ func TestVaultCanary(t *testing.T) {
 	call(contracts.MethodSettings, map[string]any{"extension": "mcp"}, nil)
 	// The CLI's view of the same state.
 	var cliOut bytes.Buffer
-	for _, args := range [][]string{{"mcp", "status", "sx"}, {"--json", "mcp", "status"}} {
+	// Receipts (kept for good, listed to any local tool) carry no value
+	// either: over the wire here, in the database file below.
+	var rcpts contracts.ReceiptsResult
+	call(contracts.MethodMCPReceipts, contracts.ReceiptsParams{}, &rcpts)
+	if len(rcpts.Receipts) == 0 {
+		t.Error("no receipts after the calls")
+	}
+	call(contracts.MethodMCPReceipts, contracts.ReceiptsParams{Verify: true}, nil)
+	for _, args := range [][]string{{"mcp", "status", "sx"}, {"--json", "mcp", "status"}, {"--json", "mcp", "receipts"}} {
 		stdout, stderr, _ := runCtl(t, d, "", args...)
 		cliOut.WriteString(stdout + stderr)
 	}
