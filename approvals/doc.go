@@ -99,8 +99,9 @@
 // reordering or editing a stored receipt breaks a link (or the head);
 // VerifyReceipts walks receipts_by_seq/ in short read transactions,
 // holding one hash at a time, and reports the first break. Whoever can
-// write the file can also rebuild the whole chain: it detects tampering
-// with individual receipts (a restored or edited file), not a rewrite.
+// write the file can also rebuild the chain (or put back an older, shorter
+// one): it detects edits, deletions and moves of individual receipts, not
+// a rewrite of the chain.
 //
 // Every write is one bbolt Update, which is on disk (fdatasync) when it
 // returns; Batch is never used. Read receipts (AddReceiptAsync) are the one
