@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -338,8 +339,12 @@ func (l *Ledger) ListReceipts(q ReceiptQuery) ([]Receipt, contracts.ReceiptChain
 		}
 		rb := tx.Bucket(bucketReceipts)
 		c := tx.Bucket(bucketReceiptsByTime).Cursor()
+		// Keys hold unix nanoseconds, which cover 1970 to 2262.
 		var since uint64
-		if !q.Since.IsZero() {
+		switch {
+		case q.Since.After(maxKeyTime):
+			return nil
+		case q.Since.After(time.Unix(0, 0)):
 			since = uint64(q.Since.UnixNano())
 		}
 		for k, _ := c.Last(); k != nil && len(out) < q.Limit; k, _ = c.Prev() {
@@ -385,6 +390,9 @@ func (l *Ledger) ReceiptsHead() (contracts.ReceiptChainHead, error) {
 	}
 	return head.info(), nil
 }
+
+// maxKeyTime is the latest time a time index key can hold.
+var maxKeyTime = time.Unix(0, math.MaxInt64)
 
 // verifyChunk is how many receipts one read transaction of VerifyReceipts
 // walks: a long chain is checked in several short transactions, holding

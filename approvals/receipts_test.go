@@ -430,6 +430,8 @@ func TestListReceipts(t *testing.T) {
 		{"since and server", ReceiptQuery{Since: all[4].CreatedAt.Add(time.Second), Server: "a"},
 			newestFirst(func(i int, r Receipt) bool { return i > 4 && r.Server == "a" }, 100)},
 		{"since in the future", ReceiptQuery{Since: in.clk.now().Add(time.Hour)}, nil},
+		{"since before 1970", ReceiptQuery{Since: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), Limit: 3}, newestFirst(func(int, Receipt) bool { return true }, 3)},
+		{"since after 2262", ReceiptQuery{Since: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, head, err := in.l.ListReceipts(tc.q)
