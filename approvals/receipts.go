@@ -29,7 +29,9 @@ type Receipt struct {
 	// SourceID names the retained original result, if any.
 	SourceID string `json:"sourceId,omitempty"`
 	// Error says why a failed or uncertain call ended so; never a secret.
-	Error     string    `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// NotSent marks a failed call that provably never reached the server.
+	NotSent   bool      `json:"notSent,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
