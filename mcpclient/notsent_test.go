@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -261,6 +263,48 @@ func TestCallNotSent(t *testing.T) {
 		}
 		if st := h.status("fx"); st.State != contracts.StateConnected {
 			t.Errorf("a call canceled before sending left the server %s, want connected", st.State)
+		}
+	})
+}
+
+// TestStdioRequestNotSent sends a request to a stdio server whose process
+// is gone before the write (not sent: the transport is closed, or the pipe
+// has no reader) and to one that took the request and died (sent: the
+// outcome is unknown).
+func TestStdioRequestNotSent(t *testing.T) {
+	request := func(t *testing.T, p *Process) error {
+		t.Helper()
+		c := client.NewClient(transport.NewIO(p.Stdout(), p.Stdin(), nil))
+		if err := c.Start(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		r := &rawRequester{client: c, written: p.StdinWritten}
+		_, err := r.request(ctxT(t), "tools/call", json.RawMessage(`{"name":"x","arguments":{}}`))
+		if err == nil {
+			t.Fatal("the request to a dead server succeeded")
+		}
+		return err
+	}
+
+	t.Run("process gone before the write", func(t *testing.T) {
+		p := startTest(t, quickKill(baseSpec(t, "exit3")), newMemRecords())
+		<-p.Done()
+		if err := request(t, p); !notSentRequest(err) {
+			t.Errorf("request to an exited process: %v; want not sent", err)
+		}
+		if p.StdinWritten() != 0 {
+			t.Errorf("%d bytes reached a process that was gone", p.StdinWritten())
+		}
+	})
+
+	t.Run("process died after taking the request", func(t *testing.T) {
+		p := startTest(t, quickKill(baseSpec(t, "readone")), newMemRecords())
+		if err := request(t, p); notSentRequest(err) {
+			t.Errorf("request the process read before dying: %v; want an error that is not \"not sent\"", err)
+		}
+		if p.StdinWritten() == 0 {
+			t.Errorf("the request was not written")
 		}
 	})
 }

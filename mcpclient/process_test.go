@@ -96,6 +96,10 @@ func childMain(mode string) int {
 	case "noread":
 		fmt.Println("ready")
 		time.Sleep(300 * time.Second)
+	case "readone":
+		// Takes one message, then dies without answering.
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		return 3
 	case "closestdin":
 		// The read end of the stdin pipe goes; the process and its stdout
 		// stay.
