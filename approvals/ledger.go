@@ -76,6 +76,9 @@ type Action struct {
 	Reason    string
 	ReceiptID string
 	SourceID  string
+	// NotSent marks a failed action that provably never reached the
+	// server: it may be prepared again.
+	NotSent bool
 }
 
 // actionRecord is Action as stored. Arguments are kept as base64 bytes:
@@ -97,6 +100,7 @@ type actionRecord struct {
 	Reason          string                 `json:"reason,omitempty"`
 	ReceiptID       string                 `json:"receiptId,omitempty"`
 	SourceID        string                 `json:"sourceId,omitempty"`
+	NotSent         bool                   `json:"notSent,omitempty"`
 }
 
 func (r *actionRecord) action() Action {
@@ -105,7 +109,7 @@ func (r *actionRecord) action() Action {
 		Arguments: json.RawMessage(bytes.Clone(r.Arguments)), ToolDescription: r.ToolDescription,
 		Fingerprints: r.Fingerprints, Digest: r.Digest,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt,
-		Reason: r.Reason, ReceiptID: r.ReceiptID, SourceID: r.SourceID,
+		Reason: r.Reason, ReceiptID: r.ReceiptID, SourceID: r.SourceID, NotSent: r.NotSent,
 	}
 }
 
@@ -264,6 +268,8 @@ func (l *Ledger) recover() error {
 				continue
 			}
 			rec.State, rec.Reason, rec.UpdatedAt = state, reason, at
+			// Approved, never dispatched: provably nothing left pikod.
+			rec.NotSent = reason == ReasonStoppedBeforeSend || reason == ReasonRestoredNotSent
 			if err := putAction(tx, rec); err != nil {
 				return err
 			}
@@ -731,6 +737,16 @@ func (l *Ledger) Finish(id, state, reason, receiptID, sourceID string) (Action, 
 	})
 }
 
+// FinishNotSent ends a dispatched (or approved) action as failed because
+// the call provably never left pikod: not one byte reached the server.
+// Such an action reads "failed (not sent)" and may be prepared again.
+func (l *Ledger) FinishNotSent(id, reason, receiptID string) (Action, error) {
+	return l.transition("finishing", id, []string{contracts.ActionDispatched, contracts.ActionApproved}, contracts.ActionFailed, func(rec *actionRecord) error {
+		rec.Reason, rec.ReceiptID, rec.NotSent = reason, receiptID, true
+		return nil
+	})
+}
+
 // Advice says what the owner can do about an action in its state.
 func (a Action) Advice() string {
 	switch a.State {
@@ -746,6 +762,9 @@ func (a Action) Advice() string {
 		}
 		return "done"
 	case contracts.ActionFailed:
+		if a.NotSent {
+			return "nothing was sent; make the call again to prepare it again (an approval must be given again)"
+		}
 		return "nothing more will happen"
 	case contracts.ActionUncertain:
 		return fmt.Sprintf("the outcome is unknown: check %s for the effect before preparing the call again; pikod will not resend it", a.Server)
@@ -765,7 +784,7 @@ func (a Action) Summary() contracts.ActionSummary {
 		ID: a.ID, State: a.State, Server: a.Server, Tool: a.Tool,
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339),
 		UpdatedAt: a.UpdatedAt.UTC().Format(time.RFC3339),
-		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID,
+		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID, NotSent: a.NotSent,
 	}
 	if !a.ExpiresAt.IsZero() {
 		s.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)

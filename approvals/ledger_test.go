@@ -534,6 +534,11 @@ func TestRestartRecovery(t *testing.T) {
 	if r, err := in.l.Receipt(rcpt.ID); err != nil || r.ActionID != completed.ID || r.Status != "completed" {
 		t.Errorf("receipt after restart = %+v, %v", r, err)
 	}
+	for _, id := range []string{approved.ID, dispatched.ID, direct.ID} {
+		if got, want := in.state(id).NotSent, id == approved.ID; got != want {
+			t.Errorf("after restart %s NotSent = %v, want %v (only the approved, never dispatched one)", id, got, want)
+		}
+	}
 	u := in.state(dispatched.ID).Summary()
 	if !strings.Contains(u.Advice, "check files") || !strings.Contains(u.Advice, "will not resend") {
 		t.Errorf("uncertain advice = %q", u.Advice)
@@ -814,6 +819,27 @@ func TestFinishRules(t *testing.T) {
 	f, err := in.l.Finish(a.ID, contracts.ActionFailed, "server not connected; nothing was sent", "", "")
 	if err != nil || f.State != contracts.ActionFailed || f.Summary().Advice != "nothing more will happen" {
 		t.Errorf("Finish failed from approved = %+v, %v", f, err)
+	}
+	if f.NotSent || f.Summary().NotSent {
+		t.Errorf("Finish failed marked the action not sent: %+v", f)
+	}
+	// A dispatched call that provably never left: failed (not sent), and
+	// the advice says to prepare it again.
+	b := in.prepare()
+	in.l.Approve(b.ID, b.Digest, fp0)
+	in.l.MarkDispatched(b.ID)
+	ns, err := in.l.FinishNotSent(b.ID, "not sent: connection refused", "rcpt_x")
+	if err != nil || ns.State != contracts.ActionFailed || !ns.NotSent || ns.ReceiptID != "rcpt_x" {
+		t.Fatalf("FinishNotSent = %+v, %v", ns, err)
+	}
+	if s := in.state(b.ID).Summary(); !s.NotSent || !strings.Contains(s.Advice, "nothing was sent") || !strings.Contains(s.Advice, "make the call again") {
+		t.Errorf("not-sent summary = %+v", s)
+	}
+	if _, err := in.l.FinishNotSent(b.ID, "again", ""); !errors.Is(err, contracts.ErrFailedPrecondition) {
+		t.Errorf("FinishNotSent of a failed action = %v, want ErrFailedPrecondition", err)
+	}
+	if _, err := in.l.FinishNotSent(in.prepare().ID, "x", ""); !errors.Is(err, contracts.ErrFailedPrecondition) {
+		t.Errorf("FinishNotSent of a prepared action = %v, want ErrFailedPrecondition", err)
 	}
 	d, _ := in.l.BeginDirect(contracts.ReceiptRead, "s", "t", []byte(`{}`), fp0)
 	u, err := in.l.Finish(d.ID, contracts.ActionUncertain, "timed out", "", "")

@@ -50,7 +50,9 @@ type Receipt struct {
 	SourceID string `json:"sourceId,omitempty"`
 	// Error says why a failed or uncertain call ended so; never a secret
 	// (the daemon redacts it before it gets here).
-	Error     string    `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// NotSent marks a failed call that provably never reached the server.
+	NotSent   bool      `json:"notSent,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 
 	// Hash is the hex SHA-256 of the receipt's stored bytes. It is filled
@@ -65,7 +67,7 @@ func (r Receipt) Info() contracts.ReceiptInfo {
 	return contracts.ReceiptInfo{
 		ID: r.ID, Seq: r.Seq, Kind: r.Kind, Server: r.Server, Tool: r.Tool,
 		ArgumentsDigest: r.ArgumentsDigest, ActionID: r.ActionID, Status: r.Status,
-		SourceID: r.SourceID, Error: r.Error,
+		SourceID: r.SourceID, Error: r.Error, NotSent: r.NotSent,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Prev:      r.Prev, Hash: r.Hash,
 	}

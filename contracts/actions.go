@@ -60,6 +60,9 @@ type ActionSummary struct {
 	Reason    string `json:"reason,omitempty"`
 	Advice    string `json:"advice,omitempty"`
 	ReceiptID string `json:"receiptId,omitempty"`
+	// NotSent is true for a failed action that provably never reached the
+	// server ("failed (not sent)"): it can be prepared again.
+	NotSent bool `json:"notSent,omitempty"`
 }
 
 // ActionParams names one action: the params of

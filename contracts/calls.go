@@ -42,8 +42,11 @@ type CallParams struct {
 //
 // Executed calls have Status completed (the server answered with a result,
 // IsError false), failed (the server answered with an error or IsError
-// true) or uncertain (no definite answer: timeout, lost connection,
-// cancellation after sending; pikod never sends it again). Content and
+// true, or the call could not be sent) or uncertain (no definite answer:
+// timeout, lost connection, cancellation after sending; pikod never sends
+// it again). A failed call with NotSent true provably never left pikod (a
+// refused connection, a closed pipe, a cancellation before sending): it had
+// no effect and may be made again. Content and
 // StructuredContent are a bounded preview; when Truncated, the whole
 // original result is at OriginalResultSourceID (read it with source.read).
 //
@@ -62,6 +65,9 @@ type CallResult struct {
 	OutputSchemaError string `json:"outputSchemaError,omitempty"`
 	// Error says why a failed or uncertain call ended so.
 	Error *Error `json:"error,omitempty"`
+	// NotSent is true when not one byte of the call reached the server
+	// (Status is then failed, and Error.Data.NotSent is true too).
+	NotSent bool `json:"notSent,omitempty"`
 
 	Truncated              bool   `json:"truncated"`
 	OriginalResultSourceID string `json:"originalResultSourceId,omitempty"`

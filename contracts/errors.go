@@ -83,6 +83,11 @@ type ErrorData struct {
 	Upstream *UpstreamError `json:"upstream,omitempty"`
 	// Hint says what the user can do next.
 	Hint string `json:"hint,omitempty"`
+	// NotSent is true when the request this error answers provably never
+	// left pikod: not one byte of it reached the server (a refused or
+	// failed connection, a closed pipe, a cancellation before sending).
+	// Such a call had no effect and may be made again.
+	NotSent bool `json:"notSent,omitempty"`
 }
 
 // UpstreamError is an error an MCP server returned, passed through as data.
@@ -158,6 +163,16 @@ func ToError(err error) *Error {
 	}
 	var we *Error
 	if errors.As(err, &we) {
+		if IsNotSent(err) && (we.Data == nil || !we.Data.NotSent) {
+			out := *we
+			data := ErrorData{}
+			if we.Data != nil {
+				data = *we.Data
+			}
+			data.NotSent = true
+			out.Data = &data
+			return &out
+		}
 		return we
 	}
 	for _, c := range ErrorCodes {
@@ -179,11 +194,39 @@ func ToError(err error) *Error {
 			if errors.As(err, &u) {
 				out.Data.Upstream = u.Upstream()
 			}
+			out.Data.NotSent = IsNotSent(err)
 			return out
 		}
 	}
-	return &Error{Code: 1014, Message: "internal error: " + err.Error(), Data: &ErrorData{Reason: "internal"}}
+	return &Error{Code: 1014, Message: "internal error: " + err.Error(), Data: &ErrorData{Reason: "internal", NotSent: IsNotSent(err)}}
 }
+
+// MarkNotSent says of err that the request it ends provably never left
+// pikod (ToError sets data.notSent). Mark only what is proven: a failure
+// after the first byte of a request was written is never "not sent".
+func MarkNotSent(err error) error {
+	if err == nil || IsNotSent(err) {
+		return err
+	}
+	return &notSentError{err: err}
+}
+
+// IsNotSent reports whether err was marked with MarkNotSent, or is a wire
+// error whose data.notSent is true.
+func IsNotSent(err error) bool {
+	var n interface{ NotSent() bool }
+	if errors.As(err, &n) && n.NotSent() {
+		return true
+	}
+	var we *Error
+	return errors.As(err, &we) && we.Data != nil && we.Data.NotSent
+}
+
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+func (e *notSentError) NotSent() bool { return true }
 
 // Errorf builds an error of the given class with a reason word and a
 // message. The message must never contain a secret.

@@ -174,3 +174,54 @@ func TestToError(t *testing.T) {
 		}
 	}
 }
+
+// TestNotSent checks that a not-sent mark survives wrapping and reaches the
+// wire as data.notSent, on classed, wire and unclassed errors alike, and
+// that nothing else gets it.
+func TestNotSent(t *testing.T) {
+	classed := Errorf(ErrUnavailable, "not_sent", "connection refused")
+	wire := &Error{Code: 1011, Message: "canceled", Data: &ErrorData{Reason: "canceled"}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"classed", MarkNotSent(classed), true},
+		{"classed, wrapped after marking", fmt.Errorf("calling: %w", MarkNotSent(WithHint(classed, "fix it"))), true},
+		{"wire error", MarkNotSent(wire), true},
+		{"unclassed", MarkNotSent(errors.New("boom")), true},
+		{"unmarked", classed, false},
+		{"unmarked wire error", wire, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsNotSent(tc.err); got != tc.want {
+				t.Errorf("IsNotSent(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+			we := ToError(tc.err)
+			if got := we.Data != nil && we.Data.NotSent; got != tc.want {
+				t.Errorf("ToError(%v).Data.NotSent = %v, want %v", tc.err, got, tc.want)
+			}
+			if we.Message != tc.err.Error() && !strings.HasPrefix(we.Message, "internal error: ") {
+				t.Errorf("ToError changed the message to %q", we.Message)
+			}
+			// Across the socket the mark is data: the decoded error still says so.
+			b, err := json.Marshal(we)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Error
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if IsNotSent(&back) != tc.want {
+				t.Errorf("decoded %s: IsNotSent = %v, want %v", b, !tc.want, tc.want)
+			}
+		})
+	}
+	if wire.Data.NotSent {
+		t.Errorf("ToError of a marked wire error changed the original")
+	}
+	if ToError(MarkNotSent(classed)).Data.Hint != "" || ToError(MarkNotSent(WithHint(classed, "h"))).Data.Hint != "h" {
+		t.Errorf("the mark loses or invents the hint")
+	}
+}

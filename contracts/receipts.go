@@ -58,6 +58,8 @@ type ReceiptInfo struct {
 	SourceID string `json:"sourceId,omitempty"`
 	// Error says why a failed or uncertain call ended so (redacted).
 	Error string `json:"error,omitempty"`
+	// NotSent marks a failed call that provably never reached the server.
+	NotSent bool `json:"notSent,omitempty"`
 	// CreatedAt is RFC 3339 with fractional seconds, UTC.
 	CreatedAt string `json:"createdAt"`
 	Prev      string `json:"prev"`

@@ -17,7 +17,10 @@ import (
 // call serves extensions.mcp.call: it resolves the tool, canonicalises and
 // validates the arguments, then executes the call when a grant allows it
 // or prepares an action for the owner.
-func (d *daemon) call(ctx context.Context, req *rpc.Request) (any, error) {
+func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) {
+	// Every error answer of a call comes before anything was sent (an
+	// executed call always answers with a CallResult).
+	defer func() { err = unsent(err, "the call") }()
 	var p contracts.CallParams
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err
@@ -137,13 +140,18 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound})
 	state, reason := contracts.ActionCompleted, ""
 	switch {
+	case err != nil && contracts.IsNotSent(err):
+		// Provably nothing left pikod: a definite failure without effect,
+		// which the caller may make (or prepare) again.
+		res.Status, state, res.NotSent = contracts.CallFailed, contracts.ActionFailed, true
+		res.Error = d.redactError(err)
+		reason = "not sent: " + res.Error.Message
 	case err != nil && errors.Is(err, contracts.ErrOutcomeUnknown):
 		res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
 		res.Error = d.redactError(err)
 		reason = res.Error.Message
 	case err != nil:
-		// The server's own error answer, or a failure before anything was
-		// sent (not connected, unknown tool): a definite failure.
+		// The server's own error answer: a definite failure.
 		res.Status, state = contracts.CallFailed, contracts.ActionFailed
 		res.Error = d.redactError(err)
 		reason = res.Error.Message
@@ -182,7 +190,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	// every string a server could have influenced is redacted here.
 	rec := approvals.Receipt{
 		Kind: ex.kind, Server: ex.server, Tool: string(d.redact([]byte(ex.tool))), ArgumentsDigest: digestOf(ex.args),
-		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID,
+		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent,
 	}
 	if res.Error != nil {
 		rec.Error = string(d.redact([]byte(res.Error.Message)))
@@ -197,7 +205,13 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	}
 	res.ReceiptID = rec.ID
 	if ex.actionID != "" {
-		if _, ferr := d.ledger.Finish(ex.actionID, state, reason, rec.ID, res.OriginalResultSourceID); ferr != nil {
+		var ferr error
+		if res.NotSent {
+			_, ferr = d.ledger.FinishNotSent(ex.actionID, reason, rec.ID)
+		} else {
+			_, ferr = d.ledger.Finish(ex.actionID, state, reason, rec.ID, res.OriginalResultSourceID)
+		}
+		if ferr != nil {
 			d.log.Error().Err(ferr).Str("action", ex.actionID).Msg("recording the end of a call")
 		}
 	}
@@ -206,9 +220,26 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	if ex.kind == contracts.ReceiptRead {
 		ev = d.log.Debug()
 	}
-	ev.Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).
+	ev.Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).Bool("not_sent", res.NotSent).
 		Str("receipt", rec.ID).Str("action", ex.actionID).Msg("call")
 	return res, nil
+}
+
+// unsent marks an error answer of a call-shaped method (call, approve),
+// all of which come before anything was sent, and gives a bare
+// cancellation (the caller went away, say with Ctrl-C, while the server
+// was still connecting) a message that says nothing was sent.
+func unsent(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, context.Canceled) && !errors.Is(err, contracts.ErrCanceled):
+		err = contracts.Errorf(contracts.ErrCanceled, "canceled", "%s was canceled before it was sent; nothing was sent", what)
+	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, contracts.ErrDeadlineExceeded):
+		err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded", "%s ran out of time before it was sent; nothing was sent", what)
+	}
+	return contracts.MarkNotSent(err)
 }
 
 func digestOf(b []byte) string {
@@ -286,7 +317,9 @@ func (d *daemon) actionsReview(_ context.Context, req *rpc.Request) (any, error)
 
 // actionsApprove serves extensions.mcp.actions.approve. Approving needs a
 // person at a terminal; rejecting does not.
-func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (any, error) {
+func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, err error) {
+	// As for call: an error answer means nothing was sent.
+	defer func() { err = unsent(err, "the approved call") }()
 	var p contracts.ApproveParams
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -79,7 +80,12 @@ type CallOutcome struct {
 // that times out, whose ctx ends, or whose connection fails after it was
 // sent returns an error wrapping contracts.ErrOutcomeUnknown (the server is
 // told with notifications/cancelled where the transport carries it). The
-// server's own error answer wraps contracts.ErrUpstream. Nothing is ever
+// server's own error answer wraps contracts.ErrUpstream. A failure that
+// provably happened before any byte of the request left pikod (every
+// failure before the request reaches the transport; a refused or failed
+// connection, a closed stdin pipe, a cancellation before the write) is
+// marked with contracts.MarkNotSent instead; if the transport could not
+// take the request, the server is failed with the reason. Nothing is ever
 // retried.
 func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, error) {
 	var (
@@ -94,12 +100,12 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 		sess, c, tool, err = s.lookupTool(ctx, req.Server, req.Tool)
 	}
 	if err != nil {
-		return nil, err
+		return nil, beforeSending(req, err)
 	}
 	if !tool.Selected {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
+		return nil, beforeSending(req, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
 			"tool %q of server %q is not selected by the settings", truncate(req.Tool, 200), req.Server),
-			`add it to the server's "tools" list and configure again`)
+			`add it to the server's "tools" list and configure again`))
 	}
 	args := req.Arguments
 	if len(args) == 0 {
@@ -108,16 +114,16 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	if req.ValidatedDigest == "" || req.ValidatedDigest != tool.Digest {
 		canon, err := CanonicalArguments(args)
 		if err != nil {
-			return nil, err
+			return nil, beforeSending(req, err)
 		}
 		if !bytes.Equal(canon, args) {
 			// The bytes sent must be the bytes that were hashed: a caller that
 			// skipped CanonicalArguments is a bug, not something to repair here.
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
-				"the arguments of tool %q are not in canonical form", truncate(req.Tool, 200))
+			return nil, beforeSending(req, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
+				"the arguments of tool %q are not in canonical form", truncate(req.Tool, 200)))
 		}
 		if err := toolSchemas.Validate(tool.InputSchema, args); err != nil {
-			return nil, err
+			return nil, beforeSending(req, err)
 		}
 	}
 
@@ -136,8 +142,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	defer fwd.stop()
 
 	if err := ctx.Err(); err != nil {
-		return nil, contracts.Errorf(contracts.ErrCanceled, "canceled",
-			"the call of %q on %q was canceled before it was sent", truncate(req.Tool, 200), req.Server)
+		return nil, beforeSending(req, err)
 	}
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -183,11 +188,21 @@ wait:
 	log := sess.log.With().Str("tool", tool.OriginalName).Dur("elapsed", time.Since(start)).Logger()
 	if ans.err != nil {
 		var err error
-		if expired != "" {
+		switch {
+		case expired != "" && notSentRequest(ans.err):
+			// The transport could not take the request in time (a
+			// connection that would not open): nothing left, and the
+			// connection is no good.
+			why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.cfg.Timeout())
+			sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
+			err = contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
+				"%s on %q: %s; nothing was sent", what, sess.cfg.ID, why),
+				"'pikoctl mcp status "+sess.cfg.ID+"' shows why; the call had no effect and can be made again once the server is back"))
+		case expired != "":
 			err = contracts.WithHint(contracts.WithReason(fmt.Errorf("%s on %q %s; the outcome is unknown and pikod will not retry it: %w",
 				what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
 				"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
-		} else {
+		default:
 			err = s.requestError(sess, c, what, ans.err)
 		}
 		log.Info().Err(err).Msg("tool call ended without a result")
@@ -202,6 +217,22 @@ wait:
 	log.Info().Bool("is_error", out.IsError).Bool("output_schema_mismatch", out.OutputSchemaError != "").
 		Int("result_bytes", len(ans.raw)).Msg("tool called")
 	return out, nil
+}
+
+// beforeSending marks an error that ended a call before the request was
+// handed to the transport: nothing was sent. A bare cancellation (the
+// caller went away while the server was connecting, say) gets a message
+// that says so.
+func beforeSending(req CallRequest, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) && !errors.Is(err, contracts.ErrCanceled):
+		err = contracts.Errorf(contracts.ErrCanceled, "canceled",
+			"the call of %q on %q was canceled before it was sent; nothing was sent", truncate(req.Tool, 200), req.Server)
+	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, contracts.ErrDeadlineExceeded):
+		err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded",
+			"the call of %q on %q ran out of time before it was sent; nothing was sent", truncate(req.Tool, 200), req.Server)
+	}
+	return contracts.MarkNotSent(err)
 }
 
 // toolSchemas holds compiled tool schemas for every Supervisor: entries

@@ -9,10 +9,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pikod/pikod/contracts"
@@ -353,17 +355,25 @@ func (g *guard) prepare(req *http.Request) (*http.Request, error) {
 	return out, nil
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. A failure that provably happened
+// before any byte of the request left pikod (a refused address, a failed
+// name lookup, a refused connection, a failed TLS handshake) carries an
+// unsentError; see sendTrace for the proof.
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	out, err := g.prepare(req)
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, err
+		return nil, &unsentError{err: err, method: req.Method}
 	}
+	st := &sendTrace{replayable: replayable(out)}
+	out = out.WithContext(context.WithValue(httptrace.WithClientTrace(out.Context(), st.clientTrace()), sendTraceKey{}, st))
 	resp, err := g.inner.RoundTrip(out)
 	if err != nil {
+		if st.nothingSent() {
+			return nil, &unsentError{err: err, method: req.Method}
+		}
 		return nil, err
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
@@ -413,6 +423,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 
 	ips, err := g.resolve(ctx, host)
 	if err != nil {
+		setupFailed(ctx)
 		return nil, err
 	}
 	for _, ip := range ips {
@@ -421,6 +432,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			if g.allowPrivate {
 				hint = "allowPrivateNetwork covers only this server's own origin " + g.origin.String()
 			}
+			setupFailed(ctx)
 			return nil, &guardError{fmt.Sprintf("refusing to connect to %s (%s) for host %q: %s", ip, why, host, hint), ErrBlockedAddress}
 		}
 	}
@@ -436,7 +448,102 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 			break
 		}
 	}
+	setupFailed(ctx)
 	return nil, fmt.Errorf("connecting to host %q: %w", host, errors.Join(errs...))
+}
+
+// sendTrace follows one request through http.Transport, to prove that no
+// byte of it left pikod when the request fails.
+//
+// A request's bytes are written only to a connection the transport hands
+// it (GotConn, for HTTP/1 and HTTP/2 alike), so a request that got no
+// connection sent nothing. A request that got one may still have sent
+// nothing: the transport retries a request on a new connection when a
+// reused HTTP/1 connection turned out dead before anything was written
+// (for a POST, that is the only reason it retries: it never replays a
+// request that is not idempotent once written). So a failure also proves
+// nothing was sent when every connection the request got was a reused
+// HTTP/1 one, the request is not replayable, and the last thing that
+// happened was a failed attempt to set up a new connection (our dialer or
+// the TLS handshake). HTTP/2 may retry after the request was written, so
+// any HTTP/2 connection makes the failure unproven.
+type sendTrace struct {
+	replayable bool
+
+	// mu guards the fields that follow (the transport calls the hooks
+	// from its own goroutines).
+	mu sync.Mutex
+	// conns counts the connections handed to the request.
+	conns int
+	// maySent is set once a connection that may have carried a byte of
+	// the request was handed to it.
+	maySent bool
+	// setupFailed is set when an attempt to set up a connection failed
+	// after the last connection was handed over.
+	setupFailed bool
+}
+
+// sendTraceKey carries a request's *sendTrace to the dialer.
+type sendTraceKey struct{}
+
+func (st *sendTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.conns++
+			st.setupFailed = false
+			if !info.Reused || st.replayable || isHTTP2(info.Conn) {
+				st.maySent = true
+			}
+		},
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err != nil {
+				st.markSetupFailed()
+			}
+		},
+	}
+}
+
+func (st *sendTrace) markSetupFailed() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.setupFailed = true
+}
+
+// nothingSent reports, after the request failed, whether it provably
+// never left pikod.
+func (st *sendTrace) nothingSent() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.conns == 0 || (!st.maySent && st.setupFailed)
+}
+
+// setupFailed tells the request whose dial ctx is (the transport keeps the
+// request's context values for its dials) that setting up a connection
+// failed.
+func setupFailed(ctx context.Context) {
+	if st, ok := ctx.Value(sendTraceKey{}).(*sendTrace); ok {
+		st.markSetupFailed()
+	}
+}
+
+func isHTTP2(c net.Conn) bool {
+	tc, ok := c.(*tls.Conn)
+	return ok && tc.ConnectionState().NegotiatedProtocol == "h2"
+}
+
+// replayable mirrors http.Request's rule for requests the transport may
+// send again after they were written.
+func replayable(r *http.Request) bool {
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		return false
+	}
+	switch r.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return len(r.Header.Values("Idempotency-Key")) > 0 || len(r.Header.Values("X-Idempotency-Key")) > 0
 }
 
 // resolve returns host's addresses: a literal as is, a name from exactly one

@@ -28,6 +28,9 @@ type rawRequester struct {
 	// ids are strings so they never collide with mcp-go's numeric ids on
 	// the same connection.
 	next atomic.Uint64
+	// written, for stdio, counts the bytes that went into the server's
+	// stdin (Process.StdinWritten); nil for HTTP and SSE.
+	written func() uint64
 }
 
 // UpstreamError is an error response from the MCP server itself.
@@ -43,12 +46,13 @@ func (e *UpstreamError) Error() string {
 
 // request sends method with params (a JSON object or nil) and returns the
 // raw result. When ctx ends first on a transport that carries it, the server
-// is told with notifications/cancelled.
+// is told with notifications/cancelled. A failure that provably happened
+// before any byte of the request left pikod is a *requestNotSentError.
 func (r *rawRequester) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	version := r.client.ProtocolVersion()
 	params, err := r.withMeta(version, params)
 	if err != nil {
-		return nil, err
+		return nil, &requestNotSentError{err: err}
 	}
 	var header http.Header
 	if std := mcp.StandardHeaders(version, mcp.MCPMethod(method), params); len(std) > 0 {
@@ -63,10 +67,18 @@ func (r *rawRequester) request(ctx context.Context, method string, params json.R
 		req.Params = params
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, &requestNotSentError{err: err}
+	}
+	var before uint64
+	if r.written != nil {
+		before = r.written()
 	}
 	resp, err := r.client.GetTransport().SendRequest(ctx, req)
 	if err != nil {
+		if r.sentNothing(err, before) {
+			// The server never saw the request: nothing to cancel.
+			return nil, &requestNotSentError{err: err}
+		}
 		if ctx.Err() != nil {
 			r.cancel(id, ctx.Err())
 		}
@@ -80,6 +92,20 @@ func (r *rawRequester) request(ctx context.Context, method string, params json.R
 		return nil, &UpstreamError{Code: resp.Error.Code, Message: resp.Error.Message, Data: data}
 	}
 	return resp.Result, nil
+}
+
+// sentNothing reports whether the failed SendRequest provably wrote not one
+// byte of the request. On stdio the request is one frame on stdin: its own
+// write failed having written nothing (the stdin writer's record), or no
+// byte at all went into stdin while it was out (mcp-go returns before the
+// write when the transport is closed or ctx is done; if the frame had been
+// written, the count would have moved). On HTTP and SSE the guarded client
+// records it on the request's POST.
+func (r *rawRequester) sentNothing(err error, before uint64) bool {
+	if r.written != nil {
+		return unsentFrame(err) || r.written() == before
+	}
+	return unsentHTTP(err)
 }
 
 // withMeta merges the per-request metadata of the modern protocol into

@@ -327,6 +327,9 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
 	c.client = client.NewClient(tr, opts...)
 	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: caps}
+	if c.proc != nil {
+		c.raw.written = c.proc.StdinWritten
+	}
 	c.client.OnNotification(c.onNotification)
 	// Start's ctx lives as long as the connection (SDK trap: a short ctx
 	// kills the transport).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -260,6 +261,9 @@ func (s *Supervisor) requestError(sess *session, c *conn, what string, err error
 	if why := c.lost.Load(); why != nil {
 		err = fmt.Errorf("%w: %s", err, *why)
 	}
+	if notSentRequest(err) {
+		return s.unsentError(sess, c, what, err)
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return contracts.WithReason(fmt.Errorf("%s on %q was canceled after it was sent; the server may have acted on it: %w",
@@ -272,6 +276,41 @@ func (s *Supervisor) requestError(sess *session, c *conn, what string, err error
 		contracts.WithReason(fmt.Errorf("%s on %q failed after it was sent (%s); the outcome is unknown and pikod will not retry it: %w",
 			what, sess.cfg.ID, cleanText(err.Error(), 1000), contracts.ErrOutcomeUnknown), "connection_lost_outcome_unknown"),
 		"check the server for the effect before asking again; 'pikoctl mcp status "+sess.cfg.ID+"' shows why the connection ended")
+}
+
+// unsentError reports a request that provably never left pikod. A
+// transport that could not take it (a refused or failed connection, a
+// closed pipe) is dead: the session fails with the reason, and the next
+// request connects again. A request the caller gave up on before it went
+// out leaves the connection as it is.
+func (s *Supervisor) unsentError(sess *session, c *conn, what string, err error) error {
+	id := sess.cfg.ID
+	switch {
+	case errors.Is(err, context.Canceled):
+		return contracts.MarkNotSent(contracts.Errorf(contracts.ErrCanceled, "canceled",
+			"%s on %q was canceled before it was sent; nothing was sent", what, id))
+	case errors.Is(err, context.DeadlineExceeded):
+		why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.cfg.Timeout())
+		sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
+		return contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
+			"%s on %q: %s; nothing was sent", what, id, why),
+			"'pikoctl mcp status "+id+"' shows why; the call had no effect and can be made again once the server is back"))
+	}
+	detail := c.explain(err).Error()
+	for {
+		// mcp-go says this once per layer.
+		rest, ok := strings.CutPrefix(detail, "failed to send request: ")
+		if !ok {
+			break
+		}
+		detail = rest
+	}
+	detail = cleanText(detail, 1000)
+	sess.lostConn(c, fmt.Sprintf("%s could not be sent (%s); the connection was closed", what, detail), contracts.StateFailed)
+	return contracts.MarkNotSent(contracts.WithHint(contracts.WithReason(
+		fmt.Errorf("%s on %q could not be sent: %s; nothing reached the server: %w", what, id, detail, contracts.ErrUnavailable),
+		"not_sent"),
+		"the server is now failed ('pikoctl mcp status "+id+"' shows why); the call had no effect and can be made again once the server is back"))
 }
 
 // upstreamErr is the server's own error answer, kept apart from ours.

@@ -99,10 +99,33 @@ func (c *Client) handle(ctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Requ
 // An error response is returned as a *contracts.Error, so
 // errors.Is(err, contracts.ErrNotFound) and the like work across the
 // socket. An unknown method answers -32601 (reason method_not_found),
-// which contracts classes as ErrNotFound too. If ctx ends first, Call sends $/cancelRequest for the request and
-// returns ctx.Err(). A connection lost mid-call gives an error wrapping
-// ErrUnreachable and contracts.ErrUnavailable.
+// which contracts classes as ErrNotFound too. If ctx ends first, Call
+// sends $/cancelRequest for the request and returns ctx.Err() at once
+// (CallVerdict waits for the daemon's answer instead). A connection lost
+// mid-call gives an error wrapping ErrUnreachable and
+// contracts.ErrUnavailable.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	return c.call(ctx, 0, method, params, result)
+}
+
+// ErrNoVerdict is wrapped by CallVerdict's error when the daemon did not
+// answer a cancelled request within the grace period: the client cannot
+// tell what became of it.
+var ErrNoVerdict = errors.New("no answer from pikod after cancelling")
+
+// CallVerdict is Call for requests whose outcome matters after a
+// cancellation (a tool call: was it sent?). If ctx ends first, it sends
+// $/cancelRequest and keeps waiting up to grace for the daemon's answer,
+// which it returns as Call would (a result, or a *contracts.Error); the
+// caller knows it cancelled from ctx.Err(). Without an answer within
+// grace, the error wraps ErrNoVerdict and ctx.Err(). A ctx that has
+// already ended when CallVerdict is called sends nothing and returns
+// ctx.Err().
+func (c *Client) CallVerdict(ctx context.Context, grace time.Duration, method string, params, result any) error {
+	return c.call(ctx, grace, method, params, result)
+}
+
+func (c *Client) call(ctx context.Context, grace time.Duration, method string, params, result any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -116,19 +139,26 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	}
 	var raw json.RawMessage
 	err = w.Wait(ctx, &raw)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Best effort: the daemon stops the work; without a grace, its
+		// late reply is dropped by jsonrpc2.
+		_ = c.jc.Notify(context.Background(), contracts.MethodCancel, map[string]any{"id": id})
+		if grace <= 0 {
+			return ctx.Err()
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), grace)
+		err = w.Wait(wctx, &raw)
+		cancel()
+		if err != nil && wctx.Err() != nil && errors.Is(err, wctx.Err()) {
+			return fmt.Errorf("%s: cancelled, and %w within %s: %w", method, ErrNoVerdict, grace, ctx.Err())
+		}
+	}
 	if err != nil {
 		var je *jsonrpc2.Error
-		switch {
-		case errors.As(err, &je):
+		if errors.As(err, &je) {
 			return fromJSONRPCError(je)
-		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-			// Best effort: the daemon stops the work; its late reply is
-			// dropped by jsonrpc2.
-			_ = c.jc.Notify(context.Background(), contracts.MethodCancel, map[string]any{"id": id})
-			return ctx.Err()
-		default:
-			return c.lost(method, err)
 		}
+		return c.lost(method, err)
 	}
 	if result == nil {
 		return nil

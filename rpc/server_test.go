@@ -406,6 +406,64 @@ func TestCancellation(t *testing.T) {
 
 }
 
+// TestCallVerdict cancels calls made with CallVerdict: the handler's
+// answer to the cancellation comes back (a result or an error); without
+// one within the grace period the error says there was no verdict.
+func TestCallVerdict(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	s := NewServer(Options{})
+	s.Register("verdict", func(ctx context.Context, _ *Request) (any, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return map[string]string{"status": "uncertain"}, nil
+	})
+	s.Register("refuse", func(ctx context.Context, _ *Request) (any, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return nil, contracts.MarkNotSent(contracts.Errorf(contracts.ErrCanceled, "canceled", "canceled before it was sent"))
+	})
+	s.Register("mute", func(ctx context.Context, _ *Request) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return nil, nil
+	})
+	path := startServer(t, s)
+	c := dial(t, path)
+
+	call := func(method string, grace time.Duration, out any) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- c.CallVerdict(ctx, grace, method, nil, out) }()
+		waitFor(t, entered, "the handler to start")
+		cancel()
+		return waitFor(t, errc, "CallVerdict to return")
+	}
+
+	var res map[string]string
+	if err := call("verdict", waitLimit, &res); err != nil || res["status"] != "uncertain" {
+		t.Errorf("cancelled call answered with a result: %v, %v; want the result", res, err)
+	}
+	err := call("refuse", waitLimit, nil)
+	var we *contracts.Error
+	if !errors.As(err, &we) || !errors.Is(err, contracts.ErrCanceled) || !contracts.IsNotSent(err) {
+		t.Errorf("cancelled call answered with an error: %v; want that error, not sent", err)
+	}
+	err = call("mute", 50*time.Millisecond, nil)
+	if !errors.Is(err, ErrNoVerdict) || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call without an answer: %v; want ErrNoVerdict and context.Canceled", err)
+	}
+	close(release)
+	// The late answer is dropped; the connection still works.
+	if err := c.Call(callCtx(t), "nil-less", nil, nil); !errors.Is(err, contracts.ErrNotFound) {
+		t.Errorf("call after a lost verdict: %v, want method not found", err)
+	}
+	// Plain Call still returns at once.
+	if err := call("verdict", 0, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("CallVerdict with no grace = %v, want context.Canceled", err)
+	}
+}
+
 func TestCallWithCancelledContextSendsNothing(t *testing.T) {
 	// A bare listener stands in for the daemon so the test sees exactly
 	// what the client writes.

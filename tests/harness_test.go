@@ -664,6 +664,20 @@ type fixtureServer struct {
 	// connection.
 	acceptLog string
 	stderr    syncBuffer
+	// done closes once the fixture process has been waited for.
+	done chan struct{}
+}
+
+// kill9 kills the fixture with SIGKILL and waits until it is gone: its
+// port is closed when kill9 returns.
+func (f *fixtureServer) kill9(t testing.TB) {
+	t.Helper()
+	_ = f.cmd.Process.Kill()
+	select {
+	case <-f.done:
+	case <-time.After(stopTimeout):
+		t.Fatalf("the fixture did not die after SIGKILL")
+	}
 }
 
 // startFixtureServer runs the fixture with --transport and --listen set
@@ -684,6 +698,7 @@ func startFixtureServer(t testing.TB, transport, listen string, args ...string) 
 		t.Fatalf("starting the fixture: %v", err)
 	}
 	done := make(chan struct{})
+	f.done = done
 	t.Cleanup(func() {
 		_ = f.cmd.Process.Signal(syscall.SIGTERM)
 		select {

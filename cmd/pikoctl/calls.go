@@ -47,9 +47,14 @@ func (a *app) newCallCmd() *cobra.Command {
 when stdin is a terminal). A tool in readOnlyTools or autonomousTools runs at
 once; any other tool becomes a prepared action for 'pikoctl mcp approve'.
 
-Exit status: 0 completed, 1 failed (the tool reported an error, or the call
-was refused), 4 approval required (nothing was sent), 5 uncertain (the call
-may have had an effect: check the server before trying again).`,
+Exit status: 0 completed, 1 failed (the tool reported an error, the call
+was refused, or it could not be sent: "nothing was sent"), 4 approval
+required (nothing was sent), 5 uncertain (the call may have had an effect:
+check the server before trying again).
+
+Ctrl-C cancels the call and waits up to 2 s for pikod's verdict: cancelled
+before anything was sent (exit 1), or uncertain, with the receipt (exit 5).
+A second Ctrl-C quits at once.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if byName {
 				return cobra.ExactArgs(1)(cmd, args)
@@ -83,11 +88,24 @@ may have had an effect: check the server before trying again).`,
 	return cmd
 }
 
+// cancelGrace is how long a cancelled call (Ctrl-C) waits for the
+// daemon's verdict: sent or not.
+var cancelGrace = 2 * time.Second
+
 // runCall makes a call-shaped request (call or approve), shows progress on
 // a terminal, prints the result and maps its status to the exit code.
+//
+// Ctrl-C (ctx ending) sends $/cancelRequest and waits up to cancelGrace
+// for the daemon's verdict, which it prints: cancelled before anything was
+// sent (exit 1), or uncertain with the receipt (exit 5). No verdict in time
+// is uncertain too. A second Ctrl-C ends pikoctl at once (main restores
+// the default action after the first).
 func (a *app) runCall(ctx context.Context, method string, params any) error {
 	c, err := a.connect(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return a.cancelledUnsent()
+		}
 		return err
 	}
 	defer c.Close()
@@ -102,21 +120,48 @@ func (a *app) runCall(ctx context.Context, method string, params any) error {
 		}
 	})
 	var raw json.RawMessage
-	err = c.Call(ctx, method, params, &raw)
+	err = c.CallVerdict(ctx, cancelGrace, method, params, &raw)
 	bar.done()
-	if errors.Is(err, rpc.ErrConnectionLost) {
+	cancelled := ctx.Err() != nil
+	var ce *contracts.Error
+	switch {
+	case errors.Is(err, rpc.ErrNoVerdict):
+		fmt.Fprintf(a.stderr, "pikoctl: cancelled, but pikod gave no verdict within %s: the call may or may not have been sent\n", cancelGrace)
+		fmt.Fprintln(a.stderr, "uncertain: check 'pikoctl mcp actions' and the server for the effect before trying again")
+		return &statusExit{code: exitUncertain, msg: "cancelled without a verdict"}
+	case errors.Is(err, rpc.ErrConnectionLost):
 		// The request was sent: the call may have run. Never "unreachable"
 		// (exit 3), which a script could take as "start pikod and retry".
 		fmt.Fprintf(a.stderr, "pikoctl: %s\n", cleanLines(err.Error()))
 		fmt.Fprintln(a.stderr, "uncertain: the connection to pikod ended while the call was out; check 'pikoctl mcp actions' and the server before trying again")
 		return &statusExit{code: exitUncertain, msg: "connection lost during the call"}
-	}
-	if err != nil {
+	case err != nil && cancelled && !errors.As(err, &ce):
+		// Cancelled before the request reached pikod.
+		return a.cancelledUnsent()
+	case err != nil && cancelled && contracts.IsNotSent(err):
+		if a.jsonOut {
+			if b, merr := json.Marshal(ce); merr == nil {
+				fmt.Fprintf(a.stdout, "%s\n", b)
+			}
+		}
+		return a.cancelledUnsent()
+	case err != nil && cancelled:
+		// An error answer that does not say whether anything was sent.
+		a.report(err, "")
+		fmt.Fprintln(a.stderr, "uncertain: the call was cancelled and pikod did not say whether it was sent; check 'pikoctl mcp actions' and the server before trying again")
+		return &statusExit{code: exitUncertain, msg: "cancelled with an unclear verdict"}
+	case err != nil:
 		return err
 	}
 	var res contracts.CallResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("decoding the %s result: %w", method, err)
+	}
+	if cancelled && res.Status == contracts.CallFailed && res.NotSent {
+		if a.jsonOut {
+			_ = printRaw(a.stdout, raw)
+		}
+		return a.cancelledUnsent()
 	}
 	if a.jsonOut {
 		if err := printRaw(a.stdout, raw); err != nil {
@@ -127,13 +172,29 @@ func (a *app) runCall(ctx context.Context, method string, params any) error {
 	}
 	switch res.Status {
 	case contracts.CallCompleted, contracts.ActionRejected:
+		if cancelled {
+			fmt.Fprintln(a.stderr, "pikoctl: the call completed before the cancellation reached it")
+		}
 		return nil
 	case contracts.CallApprovalRequired:
 		return &statusExit{code: exitApprovalRequired, msg: "approval required: nothing was sent"}
 	case contracts.CallUncertain:
+		if cancelled {
+			fmt.Fprintf(a.stderr, "pikoctl: cancelled after the call was sent: its outcome is unknown (receipt %s)\n", clean(res.ReceiptID))
+			fmt.Fprintln(a.stderr, "uncertain: the server may have acted on it; check the server for the effect before trying again ('pikoctl mcp actions' lists approved and autonomous calls); pikod will not resend it")
+		}
 		return &statusExit{code: exitUncertain, msg: "the outcome is uncertain: check the server before trying again"}
 	}
+	if res.NotSent && a.jsonOut {
+		fmt.Fprintln(a.stderr, "pikoctl: the call failed: nothing was sent")
+	}
 	return &statusExit{code: exitFailure, msg: "the call failed"}
+}
+
+// cancelledUnsent reports a call cancelled before anything was sent.
+func (a *app) cancelledUnsent() error {
+	fmt.Fprintln(a.stderr, "pikoctl: cancelled: nothing was sent")
+	return &statusExit{code: exitFailure, msg: "cancelled: nothing was sent"}
 }
 
 func writeCallResult(w *errWriter, r *contracts.CallResult) {
@@ -175,6 +236,9 @@ func writeCallResult(w *errWriter, r *contracts.CallResult) {
 	if r.IsError {
 		line += " (the tool reported an error)"
 	}
+	if r.NotSent {
+		line += " (not sent)"
+	}
 	if r.ReceiptID != "" {
 		line += ", receipt " + clean(r.ReceiptID) + " (" + clean(r.ReceiptKind) + ")"
 	}
@@ -184,6 +248,9 @@ func writeCallResult(w *errWriter, r *contracts.CallResult) {
 	}
 	if r.Status == contracts.CallUncertain {
 		fmt.Fprintln(w, "uncertain: the server may have acted on this call; check it before trying again (pikod will not resend it)")
+	}
+	if r.NotSent {
+		fmt.Fprintln(w, "nothing was sent: the call had no effect; make it again once the server is back (an approved action must be prepared and approved again)")
 	}
 }
 
@@ -271,7 +338,7 @@ func (a *app) newActionsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCREATED\tADVICE")
 			for _, x := range res.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(x.State), cell(x.Server), cell(truncate(x.Tool, 30)),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(truncate(x.Tool, 30)),
 					cell(x.CreatedAt), cell(truncate(clean(x.Advice), 70)))
 			}
 			if err := tw.Flush(); err != nil {
@@ -283,6 +350,15 @@ func (a *app) newActionsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "only actions in this state (prepared, uncertain, ...)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many")
 	return cmd
+}
+
+// stateLabel is an action's state as the owner reads it: a failed action
+// that never reached the server is "failed (not sent)".
+func stateLabel(x contracts.ActionSummary) string {
+	if x.State == contracts.ActionFailed && x.NotSent {
+		return x.State + " (not sent)"
+	}
+	return x.State
 }
 
 func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, json.RawMessage, error) {
@@ -300,7 +376,7 @@ func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, j
 // writeReview shows exactly what approving would send. The daemon already
 // made every string visible-safe; clean() is a second guard.
 func writeReview(w *errWriter, r *contracts.ActionReview) {
-	fmt.Fprintf(w, "action:    %s (%s)\n", clean(r.ID), clean(r.State))
+	fmt.Fprintf(w, "action:    %s (%s)\n", clean(r.ID), clean(stateLabel(r.ActionSummary)))
 	fmt.Fprintf(w, "server:    %s\n", clean(r.Server))
 	fmt.Fprintf(w, "tool:      %s\n", clean(r.ToolName))
 	if r.ToolDescription != "" {

@@ -205,6 +205,16 @@ func (a *app) report(err error, cmdPath string) int {
 		if ce.Data != nil && ce.Data.Hint != "" {
 			fmt.Fprintf(a.stderr, "hint: %s\n", clean(ce.Data.Hint))
 		}
+		if ce.Data != nil && ce.Data.NotSent {
+			fmt.Fprintln(a.stderr, "nothing was sent: the call had no effect")
+		}
+		return exitFailure
+	}
+
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C before anything reached the daemon: never a bare
+		// "context canceled".
+		fmt.Fprintln(a.stderr, "pikoctl: cancelled")
 		return exitFailure
 	}
 
