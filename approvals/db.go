@@ -28,6 +28,7 @@ var migrations = []func(tx *bolt.Tx) error{
 	migrateLedger,
 	migrateSources,
 	migrateSourceData,
+	migratePins,
 }
 
 // SchemaVersion is the layout version this build writes.

@@ -34,6 +34,14 @@
 //	│   └── <receipt id "rcpt_…"> → Receipt JSON: kind, server, tool,
 //	│                              argumentsDigest, actionId, status,
 //	│                              sourceId, error, createdAt
+//	├── pins/
+//	│   └── <server id>/
+//	│       └── <tool name> → Pin JSON: the definition a readOnlyTools or
+//	│                         autonomousTools grant covers: server, tool,
+//	│                         digest, definition (the whole definition the
+//	│                         digest covers, for diffs), pinnedAt, by
+//	│                         (settings, discovery or trust), replaced;
+//	│                         deleted when the grant is removed
 //	└── sources/
 //	    ├── meta/
 //	    │   └── <source id "src_…"> → SourceMeta JSON: id, server, tool,
@@ -64,6 +72,9 @@
 //	prepared ─Reject─► rejected
 //	prepared ─Approve after expiresAt─► expired   (Get and List notice it too)
 //	prepared ─Approve with a moved fingerprint─► stale
+//	prepared ─Revalidate with a moved fingerprint─► stale   (list, review)
+//	dispatched ─Finish stale─► stale   (provably unsent: the tool's
+//	                                    definition moved before sending)
 //	BeginDirect (autonomous and read calls) starts at dispatched.
 //
 // At OpenLedger a dispatched action becomes uncertain (never re-sent) and
@@ -93,4 +104,7 @@
 //  4. sources/ with meta/ and live/: retained original results.
 //  5. sources/data/: small results (up to 64 KiB) kept inline instead of
 //     in a file each.
+//  6. pins/: tool-definition pins of granted tools, so a server that
+//     redefines a granted tool loses the grant until the owner trusts the
+//     new definition, across restarts.
 package approvals
