@@ -369,7 +369,8 @@ func TestHostileFrames(t *testing.T) {
 		served := []string{contracts.MethodHello, contracts.MethodConfigure, contracts.MethodSettings, contracts.MethodMCPStatus,
 			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog,
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
-			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock}
+			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
+			contracts.MethodMCPTrust}
 		c := d.client(t)
 		for _, m := range contracts.Methods {
 			if slices.Contains(served, m) {
