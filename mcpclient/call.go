@@ -55,8 +55,10 @@ type CallRequest struct {
 	// Bound, when set, pins the call to the connection and settings an
 	// approval was checked against: if the server is not connected on that
 	// very connection (generation) with those settings (digest), nothing
-	// is sent and Call fails with reason connection_changed. Call never
-	// connects for a bound call.
+	// is sent and Call fails with reason connection_changed; if the tool's
+	// definition is not the bound one (Binding.ToolDigest) when the
+	// request is about to be written, nothing is sent and Call fails with
+	// reason definition_changed. Call never connects for a bound call.
 	Bound *Binding
 	// ValidatedDigest, when it equals the tool's current definition
 	// digest, says the caller already canonicalised Arguments and
