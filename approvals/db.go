@@ -29,6 +29,7 @@ var migrations = []func(tx *bolt.Tx) error{
 	migrateSources,
 	migrateSourceData,
 	migrateReceiptChain,
+	migratePins,
 }
 
 // SchemaVersion is the layout version this build writes.

@@ -45,6 +45,14 @@
 //	├── receipts_by_time/
 //	│   └── <createdAt unix nanos, uint64 big-endian><receipt id> → empty;
 //	│                            walked backwards for newest-first lists
+//	├── pins/
+//	│   └── <server id>/
+//	│       └── <tool name> → Pin JSON: the definition a readOnlyTools or
+//	│                         autonomousTools grant covers: server, tool,
+//	│                         digest, definition (the whole definition the
+//	│                         digest covers, for diffs), pinnedAt, by
+//	│                         (settings, discovery or trust), replaced;
+//	│                         deleted when the grant is removed
 //	└── sources/
 //	    ├── meta/
 //	    │   └── <source id "src_…"> → SourceMeta JSON: id, server, tool,
@@ -75,6 +83,9 @@
 //	prepared ─Reject─► rejected
 //	prepared ─Approve after expiresAt─► expired   (Get and List notice it too)
 //	prepared ─Approve with a moved fingerprint─► stale
+//	prepared ─Revalidate with a moved fingerprint─► stale   (list, review)
+//	dispatched ─Finish stale─► stale   (provably unsent: the tool's
+//	                                    definition moved before sending)
 //	BeginDirect (autonomous and read calls) starts at dispatched.
 //
 // At OpenLedger a dispatched action becomes uncertain (never re-sent) and
@@ -120,4 +131,7 @@
 //  6. receipts_by_seq/, receipts_by_time/ and meta/receipts_head: the
 //     receipt chain. The receipts already stored are chained in creation
 //     order (ties by id): each is rewritten once with its seq and prev.
+//  7. pins/: tool-definition pins of granted tools, so a server that
+//     redefines a granted tool loses the grant until the owner trusts the
+//     new definition, across restarts.
 package approvals

@@ -553,23 +553,44 @@ func refusal(rec *actionRecord) error {
 		rec.ID, rec.State)
 }
 
-// moved names each fingerprint that differs between was and now.
+// moved names each fingerprint that differs between was and now. Zero
+// values in now mean absent: no settings for the server, no live
+// connection, no such tool on the live connection.
 func moved(was, now contracts.Fingerprints) []string {
 	var out []string
-	if was.Settings != now.Settings {
+	switch {
+	case was.Settings == now.Settings:
+	case now.Settings == "":
+		out = append(out, "the server was removed from the settings")
+	default:
 		out = append(out, "the server's settings changed")
 	}
 	if was.CredentialGeneration != now.CredentialGeneration {
 		out = append(out, "the server's credentials changed")
 	}
-	if was.ConnectionGeneration != now.ConnectionGeneration {
+	switch {
+	case was.ConnectionGeneration == now.ConnectionGeneration:
+	case now.ConnectionGeneration == 0:
+		out = append(out, "the server was disconnected")
+	default:
 		out = append(out, "the server was reconnected")
 	}
-	if was.Tool != now.Tool {
+	switch {
+	case was.Tool == now.Tool:
+	case now.ConnectionGeneration == 0:
+		// Unknown without a connection; the connection already says it.
+	case now.Tool == "":
+		out = append(out, "the server no longer offers the tool")
+	default:
 		out = append(out, "the tool's definition changed")
 	}
 	return out
 }
+
+// Moved names what differs between the fingerprints an action was bound
+// to and the current ones (nil when nothing moved). Zero values in current
+// mean absent: no settings, no live connection, no such tool.
+func Moved(was, current contracts.Fingerprints) []string { return moved(was, current) }
 
 // decide runs one decision on a prepared action in a single Update. It
 // loads the action; refuses unless prepared (and not tombstoned); records
@@ -581,9 +602,10 @@ func (l *Ledger) decide(verb, id string, apply func(rec *actionRecord) (state, r
 	var (
 		out     Action
 		refused error
+		changed bool
 	)
 	err := l.db.Update(func(tx *bolt.Tx) error {
-		refused = nil
+		refused, changed = nil, false
 		rec, err := getAction(tx, id)
 		if err != nil {
 			return err
@@ -598,6 +620,7 @@ func (l *Ledger) decide(verb, id string, apply func(rec *actionRecord) (state, r
 				// database was replaced while pikod ran: decided is decided.
 				rec.State = t
 				refused = refusal(rec)
+				out = rec.action()
 				return nil
 			}
 		}
@@ -621,17 +644,19 @@ func (l *Ledger) decide(verb, id string, apply func(rec *actionRecord) (state, r
 			return err
 		}
 		rec.State, rec.Reason, rec.UpdatedAt = state, reason, now.UTC()
-		refused = refuse
+		refused, changed = refuse, true
 		out = rec.action()
 		return putAction(tx, rec)
 	})
 	if err != nil {
 		return Action{}, fmt.Errorf("%s action %s: %w", verb, id, err)
 	}
+	if changed {
+		l.log.Info().Str("action", id).Str("state", out.State).Str("reason", out.Reason).Msg("action decided")
+	}
 	if refused != nil {
 		return out, refused
 	}
-	l.log.Info().Str("action", id).Str("state", out.State).Msg("action decided")
 	return out, nil
 }
 
@@ -650,13 +675,41 @@ func (l *Ledger) Approve(id, digest string, current contracts.Fingerprints) (Act
 				"digest %q is not the digest of action %s; review it again with 'pikoctl mcp review %s' and quote the digest shown",
 				digest, rec.ID, rec.ID)
 		}
-		if m := moved(rec.Fingerprints, current); len(m) > 0 {
-			reason := strings.Join(m, "; ") + " since it was prepared"
-			return contracts.ActionStale, reason, contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
-				"action %s is stale: %s; make the call again to prepare an action against the current server", rec.ID, reason)
+		if state, reason, err := staleness(rec, current); state != "" {
+			return state, reason, err
 		}
 		return contracts.ActionApproved, "", nil
 	})
+}
+
+// staleness returns stale with the reason and the refusal when any
+// fingerprint of rec moved; "" otherwise.
+func staleness(rec *actionRecord, current contracts.Fingerprints) (string, string, error) {
+	m := moved(rec.Fingerprints, current)
+	if len(m) == 0 {
+		return "", "", nil
+	}
+	reason := strings.Join(m, "; ") + " since it was prepared"
+	return contracts.ActionStale, reason, contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+		"action %s is stale: %s; make the call again to prepare an action against the current server", rec.ID, reason)
+}
+
+// Revalidate checks a prepared action against the fingerprints as they
+// are now, before it is shown as approvable: past its expiry it is
+// recorded as expired, and with a moved fingerprint as stale (naming what
+// moved, tombstoned like a decision). It returns the action as it now
+// stands; an action that is not prepared is returned unchanged.
+func (l *Ledger) Revalidate(id string, current contracts.Fingerprints) (Action, error) {
+	a, err := l.decide("revalidating", id, func(rec *actionRecord) (string, string, error) {
+		return staleness(rec, current)
+	})
+	if err == nil || a.ID != "" {
+		// Nothing moved (no change), or a refusal: the action is settled,
+		// now or before, and a is how it stands. Only a failed read or
+		// write leaves a zero action.
+		return a, nil
+	}
+	return Action{}, err
 }
 
 // Reject rejects the prepared action id. An empty digest rejects whatever
@@ -720,15 +773,18 @@ func (l *Ledger) MarkDispatched(id string) (Action, error) {
 
 // Finish ends a dispatched action as completed, failed or uncertain, with
 // the reason (for failed and uncertain), its receipt and retained source.
-// An approved action that was never sent may also finish as failed.
+// An approved action that was never sent may also finish as failed. A
+// dispatched (or approved) action finishes as stale only when the call was
+// provably never sent because what it was bound to moved at the last
+// moment (the tool's definition changed before the request was written).
 func (l *Ledger) Finish(id, state, reason, receiptID, sourceID string) (Action, error) {
 	from := []string{contracts.ActionDispatched}
 	switch state {
 	case contracts.ActionCompleted, contracts.ActionUncertain:
-	case contracts.ActionFailed:
+	case contracts.ActionFailed, contracts.ActionStale:
 		from = append(from, contracts.ActionApproved)
 	default:
-		return Action{}, fmt.Errorf("finishing action %s: state %q is not completed, failed or uncertain: %w",
+		return Action{}, fmt.Errorf("finishing action %s: state %q is not completed, failed, uncertain or stale: %w",
 			id, state, contracts.ErrInvalidArgument)
 	}
 	return l.transition("finishing", id, from, state, func(rec *actionRecord) error {

@@ -884,3 +884,97 @@ func TestReceiptValidation(t *testing.T) {
 		t.Errorf("AddReceipt without kind = %v, want ErrInvalidArgument", err)
 	}
 }
+
+// TestRevalidate: listing or reviewing a prepared action records it stale
+// when a fingerprint moved, naming what moved; nothing else changes it.
+func TestRevalidate(t *testing.T) {
+	in := newInstance(t)
+	a := in.prepare()
+	same, err := in.l.Revalidate(a.ID, fp0)
+	if err != nil || same.State != contracts.ActionPrepared {
+		t.Fatalf("Revalidate with the same fingerprints = %+v, %v; want prepared", same, err)
+	}
+	for _, tc := range []struct {
+		name string
+		now  contracts.Fingerprints
+		want []string
+		not  []string
+	}{
+		{"disconnected", contracts.Fingerprints{Settings: fp0.Settings, CredentialGeneration: fp0.CredentialGeneration},
+			[]string{"disconnected"}, []string{"reconnected", "definition", "no longer offers"}},
+		{"tool gone", contracts.Fingerprints{Settings: fp0.Settings, CredentialGeneration: fp0.CredentialGeneration, ConnectionGeneration: fp0.ConnectionGeneration},
+			[]string{"no longer offers the tool"}, []string{"connect"}},
+		{"server removed", contracts.Fingerprints{}, []string{"removed from the settings", "disconnected"}, []string{"settings changed"}},
+		{"definition", contracts.Fingerprints{Settings: fp0.Settings, CredentialGeneration: fp0.CredentialGeneration, ConnectionGeneration: fp0.ConnectionGeneration, Tool: "tool2"},
+			[]string{"tool's definition changed"}, []string{"connect", "settings"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := in.prepare()
+			got, err := in.l.Revalidate(a.ID, tc.now)
+			if err != nil || got.State != contracts.ActionStale {
+				t.Fatalf("Revalidate = %+v, %v; want stale", got, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got.Reason, w) {
+					t.Errorf("reason %q lacks %q", got.Reason, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got.Reason, n) {
+					t.Errorf("reason %q names %q, which did not move", got.Reason, n)
+				}
+			}
+			if st := in.state(a.ID); st.State != contracts.ActionStale || st.Reason != got.Reason {
+				t.Errorf("stored action = %q (%q), want stale", st.State, st.Reason)
+			}
+			if ts, _ := in.l.tombs.state(a.ID); ts != contracts.ActionStale {
+				t.Errorf("tombstone = %q, want stale", ts)
+			}
+			// Stale is final: the original fingerprints do not revive it.
+			if _, err := in.l.Approve(a.ID, a.Digest, fp0); reasonOf(err) != "action_stale" {
+				t.Errorf("Approve after Revalidate = %v, want action_stale", err)
+			}
+			again, err := in.l.Revalidate(a.ID, fp0)
+			if err != nil || again.State != contracts.ActionStale {
+				t.Errorf("Revalidate of a stale action = %+v, %v", again, err)
+			}
+		})
+	}
+	// Expiry is recorded too.
+	b := in.prepare()
+	in.clk.advance(ApprovalTTL + time.Second)
+	if got, err := in.l.Revalidate(b.ID, fp0); err != nil || got.State != contracts.ActionExpired {
+		t.Errorf("Revalidate past expiry = %+v, %v; want expired", got, err)
+	}
+	if _, err := in.l.Revalidate("act_unknown", fp0); !errors.Is(err, contracts.ErrNotFound) {
+		t.Errorf("Revalidate of an unknown action = %v, want ErrNotFound", err)
+	}
+}
+
+// TestFinishStale: a dispatched call refused at the last moment (the
+// tool's definition moved before the request was written) ends stale.
+func TestFinishStale(t *testing.T) {
+	in := newInstance(t)
+	a := in.prepare()
+	if _, err := in.l.Approve(a.ID, a.Digest, fp0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.l.MarkDispatched(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.l.Finish(a.ID, contracts.ActionStale, "the tool's definition changed before it was sent; nothing was sent", "", "")
+	if err != nil || s.State != contracts.ActionStale || !strings.Contains(s.Summary().Advice, "nothing was sent") {
+		t.Fatalf("Finish stale from dispatched = %+v, %v", s, err)
+	}
+	in.restart()
+	if st := in.state(a.ID); st.State != contracts.ActionStale {
+		t.Errorf("after restart the action is %q, want stale (recovery must not touch it)", st.State)
+	}
+	if _, err := in.l.Finish(a.ID, contracts.ActionStale, "", "", ""); !errors.Is(err, contracts.ErrFailedPrecondition) {
+		t.Errorf("Finish stale of a stale action = %v, want ErrFailedPrecondition", err)
+	}
+	p := in.prepare()
+	if _, err := in.l.Finish(p.ID, contracts.ActionStale, "", "", ""); !errors.Is(err, contracts.ErrFailedPrecondition) {
+		t.Errorf("Finish stale of a prepared action = %v, want ErrFailedPrecondition (Revalidate does that)", err)
+	}
+}

@@ -3,7 +3,9 @@ package contracts
 import "encoding/json"
 
 // Action states. prepared → approved → dispatched → completed | failed |
-// uncertain; prepared → rejected | expired | stale.
+// uncertain; prepared → rejected | expired | stale; dispatched → stale when
+// the tool's definition moved before the request was written (nothing was
+// sent).
 const (
 	ActionPrepared   = "prepared"
 	ActionApproved   = "approved"

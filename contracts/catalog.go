@@ -53,4 +53,13 @@ type CatalogTool struct {
 	// Digest is the hex SHA-256 of the definition (name, title,
 	// description, schemas, annotations); approvals bind to it.
 	Digest string `json:"digest"`
+	// Pin is set for tools the settings grant (readOnlyTools,
+	// autonomousTools): pinned when the definition is the one the grant
+	// covers, definition_changed or unchecked when it is not. Then Grant
+	// is approval and SuspendedGrant names the grant the settings give.
+	Pin            string `json:"pin,omitempty"`
+	SuspendedGrant string `json:"suspendedGrant,omitempty"`
+	// PinnedDigest is the digest the grant covers, when it differs from
+	// Digest.
+	PinnedDigest string `json:"pinnedDigest,omitempty"`
 }

@@ -45,6 +45,10 @@ type ServerStatus struct {
 	CatalogComplete bool   `json:"catalogComplete"`
 	// CatalogProblem says why the catalog is incomplete.
 	CatalogProblem string `json:"catalogProblem,omitempty"`
+	// ChangedTools lists the granted tools whose definition changed since
+	// the grant's pin (their grants are suspended; see
+	// extensions.mcp.trust). Empty unless connected.
+	ChangedTools []string `json:"changedTools,omitempty"`
 	// ExitStatus is how the server's last process ended ("exit status 3").
 	ExitStatus string `json:"exitStatus,omitempty"`
 	// Generation counts successful connects; prepared actions bind to it.

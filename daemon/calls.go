@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pikod/pikod/approvals"
@@ -138,6 +139,9 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	}
 	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args,
 		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound})
+	if err != nil && ex.bound != nil && ex.actionID != "" && contracts.ToError(err).Reason() == "definition_changed" {
+		return d.staleAtDispatch(ex, err)
+	}
 	state, reason := contracts.ActionCompleted, ""
 	switch {
 	case err != nil && contracts.IsNotSent(err):
@@ -270,8 +274,9 @@ func (d *daemon) redactError(err error) *contracts.Error {
 	return &e
 }
 
-// actionsList serves extensions.mcp.actions.list.
-func (d *daemon) actionsList(_ context.Context, req *rpc.Request) (any, error) {
+// actionsList serves extensions.mcp.actions.list. Prepared actions whose
+// fingerprints moved are recorded stale first.
+func (d *daemon) actionsList(ctx context.Context, req *rpc.Request) (any, error) {
 	var p contracts.ActionsListParams
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err
@@ -283,11 +288,78 @@ func (d *daemon) actionsList(_ context.Context, req *rpc.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.State == contracts.ActionStale {
+		// Prepared actions may turn out stale below: list them too,
+		// newest first with the others.
+		prepared, err := d.ledger.List(contracts.ActionPrepared, p.Limit)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, prepared...)
+		slices.SortStableFunc(list, func(a, b approvals.Action) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	}
 	out := contracts.ActionsListResult{Actions: make([]contracts.ActionSummary, 0, len(list))}
+	now := map[[2]string]contracts.Fingerprints{}
 	for _, a := range list {
-		out.Actions = append(out.Actions, a.Summary())
+		if a.State == contracts.ActionPrepared {
+			// Shown as approvable only if it still is.
+			key := [2]string{a.Server, a.Tool}
+			cur, ok := now[key]
+			if !ok {
+				cur = d.currentFingerprints(ctx, a.Server, a.Tool, false)
+				now[key] = cur
+			}
+			a = d.revalidate(a, cur)
+		}
+		if p.State != "" && a.State != p.State {
+			continue
+		}
+		if len(out.Actions) < p.Limit {
+			out.Actions = append(out.Actions, a.Summary())
+		}
 	}
 	return out, nil
+}
+
+// currentFingerprints returns what an action on server's tool would be
+// bound to now, without ever connecting: zero settings for a server no
+// longer configured, generation 0 and no tool digest when it is not
+// connected, no tool digest when its catalog lacks the tool. With wait, a
+// catalog re-discovery in progress is waited for.
+func (d *daemon) currentFingerprints(ctx context.Context, server, tool string, wait bool) contracts.Fingerprints {
+	cfg, ok := d.serverSettings(server)
+	if !ok {
+		return contracts.Fingerprints{}
+	}
+	fp := contracts.Fingerprints{Settings: cfg.Digest(), CredentialGeneration: d.creds.generation(server)}
+	gen, t, found, err := d.sup.LiveTool(ctx, server, tool, wait)
+	if err != nil {
+		return fp
+	}
+	fp.ConnectionGeneration = gen
+	if found {
+		fp.Tool = t.Digest
+	}
+	return fp
+}
+
+// revalidate records a prepared action as stale when a fingerprint moved
+// (list and review call it before showing the action as approvable). A
+// locked vault hides the credential generation: that alone never makes an
+// action stale here (approving it is refused while the vault is locked).
+func (d *daemon) revalidate(a approvals.Action, cur contracts.Fingerprints) approvals.Action {
+	if d.creds.v.Locked() {
+		cur.CredentialGeneration = a.Fingerprints.CredentialGeneration
+	}
+	if len(approvals.Moved(a.Fingerprints, cur)) == 0 {
+		return a
+	}
+	b, err := d.ledger.Revalidate(a.ID, cur)
+	if err != nil {
+		d.log.Error().Err(err).Str("action", a.ID).Msg("recording a stale action")
+		return a
+	}
+	return b
 }
 
 func decodeAction(req *rpc.Request) (string, error) {
@@ -302,8 +374,9 @@ func decodeAction(req *rpc.Request) (string, error) {
 }
 
 // actionsReview serves extensions.mcp.actions.review: exactly what
-// approving would send, safe to show.
-func (d *daemon) actionsReview(_ context.Context, req *rpc.Request) (any, error) {
+// approving would send, safe to show. A prepared action whose
+// fingerprints moved is recorded stale first, with the reason.
+func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, error) {
 	id, err := decodeAction(req)
 	if err != nil {
 		return nil, err
@@ -311,6 +384,9 @@ func (d *daemon) actionsReview(_ context.Context, req *rpc.Request) (any, error)
 	a, err := d.ledger.Get(id)
 	if err != nil {
 		return nil, err
+	}
+	if a.State == contracts.ActionPrepared {
+		a = d.revalidate(a, d.currentFingerprints(ctx, a.Server, a.Tool, false))
 	}
 	return approvals.Review(a), nil
 }
@@ -351,14 +427,11 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	if err != nil {
 		return nil, err
 	}
-	var current contracts.Fingerprints
-	if t, err := d.sup.Tool(ctx, a.Server, a.Tool); err == nil {
-		if current, err = d.fingerprints(a.Server, t); err != nil {
-			current = contracts.Fingerprints{}
-		}
-	}
-	// A tool or server that is gone leaves zero fingerprints: the action
-	// cannot be what was reviewed and turns stale.
+	// Never connects: a disconnected server's connection moved anyway, and
+	// a refused approval must not start anything. A tool or server that is
+	// gone leaves zero fingerprints: the action cannot be what was
+	// reviewed and turns stale.
+	current := d.currentFingerprints(ctx, a.Server, a.Tool, true)
 	if a, err = d.ledger.Approve(p.ActionID, p.Digest, current); err != nil {
 		return nil, err
 	}
@@ -372,7 +445,26 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	// checked against, or nowhere.
 	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments,
 		actionID: a.ID, validated: a.Fingerprints.Tool,
-		bound: &mcpclient.Binding{ConnectionGeneration: a.Fingerprints.ConnectionGeneration, SettingsDigest: a.Fingerprints.Settings}})
+		bound: &mcpclient.Binding{ConnectionGeneration: a.Fingerprints.ConnectionGeneration, SettingsDigest: a.Fingerprints.Settings,
+			ToolDigest: a.Fingerprints.Tool}})
+}
+
+// reasonStaleAtDispatch is the reason of an approved action whose tool
+// definition moved between approval and the moment it would have been
+// written.
+const reasonStaleAtDispatch = "the tool's definition changed after approval, before the call was sent; nothing was sent"
+
+// staleAtDispatch ends an approved call that mcpclient refused to write
+// because the tool's definition moved: the action is stale, no receipt is
+// written (nothing was executed), and the caller gets action_stale.
+func (d *daemon) staleAtDispatch(ex execution, cause error) (contracts.CallResult, error) {
+	if _, err := d.ledger.Finish(ex.actionID, contracts.ActionStale, reasonStaleAtDispatch, "", ""); err != nil {
+		d.log.Error().Err(err).Str("action", ex.actionID).Msg("recording a stale action")
+	}
+	d.log.Warn().Str("action", ex.actionID).Str("server", ex.server).Str("tool", ex.tool).Msg("approved call not sent: the tool's definition changed")
+	return contracts.CallResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+		"action %s is stale: %s (%s)", ex.actionID, reasonStaleAtDispatch, cause.Error()),
+		"see the new definition with 'pikoctl mcp catalog "+ex.server+"', then make the call again")
 }
 
 // sourceRead serves source.read.

@@ -186,6 +186,8 @@ func Run(ctx context.Context, cfg Config) error {
 		// The session's own settings decide: identity is checked against
 		// what will actually run.
 		Credentials: d.creds.forServer,
+		// Grants cover pinned tool definitions (pikod.db pins/).
+		Pins: pinStore{db},
 	})
 	defer func() {
 		d.sup.Close()

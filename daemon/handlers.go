@@ -32,6 +32,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodSourceRead:        d.sourceRead,
 		contracts.MethodSecret:            d.secret,
 		contracts.MethodVaultUnlock:       d.vaultUnlock,
+		contracts.MethodMCPTrust:          d.trust,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -150,9 +151,13 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	prev := d.settings
 	d.settings, d.revision, d.settingsErr = next, rec.Revision, nil
 	d.mu.Unlock()
 	locked = false
+	// Grants cover the definitions current now: pin them from the
+	// catalogs still live, before Apply disconnects the changed servers.
+	d.savePins(prev, next, d.liveTools(prev))
 	// New servers' stored credentials join the redaction set before
 	// anything can connect them. Saving disconnects the servers it changes
 	// or removes; nothing new connects until asked or the next start.

@@ -20,13 +20,24 @@ import (
 // maxHardTimeout caps how long progress can keep one call alive.
 const maxHardTimeout = time.Hour
 
-// CallRequest is one tools/call.
-// Binding is the connection and settings a call must go to.
+// Binding is the connection, settings and tool definition an approved
+// call must go to.
 type Binding struct {
 	ConnectionGeneration uint64
 	SettingsDigest       string
+	// ToolDigest, when set, is the definition digest the approval covered:
+	// right before the request is written, the connection's current
+	// catalog (no re-discovery pending) must still define the tool with
+	// it, or nothing is sent and Call fails with reason
+	// definition_changed.
+	ToolDigest string
 }
 
+// testHookBeforeDefinitionCheck, when set (by tests only), runs right
+// before a bound call's last definition check.
+var testHookBeforeDefinitionCheck func()
+
+// CallRequest is one tools/call.
 type CallRequest struct {
 	// Server is the server id; Tool is the tool's original name.
 	Server, Tool string
@@ -45,8 +56,10 @@ type CallRequest struct {
 	// Bound, when set, pins the call to the connection and settings an
 	// approval was checked against: if the server is not connected on that
 	// very connection (generation) with those settings (digest), nothing
-	// is sent and Call fails with reason connection_changed. Call never
-	// connects for a bound call.
+	// is sent and Call fails with reason connection_changed; if the tool's
+	// definition is not the bound one (Binding.ToolDigest) when the
+	// request is about to be written, nothing is sent and Call fails with
+	// reason definition_changed. Call never connects for a bound call.
 	Bound *Binding
 	// ValidatedDigest, when it equals the tool's current definition
 	// digest, says the caller already canonicalised Arguments and
@@ -141,6 +154,17 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	fwd := startForwarder(req, tool.OriginalName)
 	defer fwd.stop()
 
+	if req.Bound != nil && req.Bound.ToolDigest != "" {
+		// The last look before the request is written: a catalog swapped
+		// since the lookup above (list_changed) is seen here.
+		if testHookBeforeDefinitionCheck != nil {
+			testHookBeforeDefinitionCheck()
+		}
+		if err := c.checkDefinition(ctx, tool.OriginalName, req.Bound.ToolDigest); err != nil {
+			sess.log.Warn().Err(err).Str("tool", tool.OriginalName).Msg("approved call not sent")
+			return nil, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, beforeSending(req, err)
 	}
@@ -360,6 +384,9 @@ func (s *Supervisor) boundTool(ctx context.Context, server, tool string, b Bindi
 		return nil, nil, contracts.CatalogTool{}, err
 	}
 	if t, ok := cat.toolByOriginal(tool); ok {
+		if b.ToolDigest != "" && t.Digest != b.ToolDigest {
+			return nil, nil, contracts.CatalogTool{}, definitionChanged(server, tool)
+		}
 		return sess, c, t, nil
 	}
 	return nil, nil, contracts.CatalogTool{}, contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",

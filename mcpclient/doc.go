@@ -11,5 +11,10 @@
 // golang.org/x/sys, santhosh-tekuri/jsonschema/v6 (with golang.org/x/text)
 // and zerolog; never daemon, rpc, vault or approvals (the
 // daemon passes it what it needs through small interfaces such as
-// ProcessRecords).
+// ProcessRecords and Pins).
+//
+// Grants are computed here, once per discovery: a tool the settings grant
+// (readOnlyTools, autonomousTools) keeps its grant only while its
+// definition digest is the one pinned for it (Pins); otherwise every
+// catalog, status and call sees it suspended.
 package mcpclient

@@ -62,6 +62,9 @@ type conn struct {
 
 	// changed is signalled (never blocking) by list_changed notifications.
 	changed chan struct{}
+	// pinMu orders publishing a catalog with re-applying pins to it
+	// (publish, refreshPins); held across the pin store's reads and writes.
+	pinMu sync.Mutex
 	// catMu guards catalog and catReady.
 	catMu    sync.Mutex
 	catalog  *Catalog
@@ -267,6 +270,7 @@ func (s *session) status() contracts.ServerStatus {
 			len(cat.Tools), len(cat.Resources), len(cat.ResourceTemplates), len(cat.Prompts)
 		st.CatalogComplete = cat.Complete
 		st.CatalogProblem = cat.Problem
+		st.ChangedTools = changedTools(cat)
 	}
 	if proc != nil {
 		st.StderrTail = proc.StderrTail()
@@ -370,7 +374,7 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil}
 	c.since = time.Now().UTC()
 
-	c.setCatalog(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
+	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
 	if cat := c.currentCatalog(); !cat.Complete {
 		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
 	}
@@ -516,7 +520,7 @@ func (c *conn) watch() {
 			if c.ctx.Err() != nil {
 				return
 			}
-			c.setCatalog(cat)
+			c.publish(cat)
 			c.s.log.Info().Int("tools", len(cat.Tools)).Bool("complete", cat.Complete).Msg("catalog re-discovered after list_changed")
 		}
 	}

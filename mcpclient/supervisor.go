@@ -41,6 +41,10 @@ type Options struct {
 	// session runs with; nil means none. An error
 	// fails the connect (a locked vault, credentials for another identity).
 	Credentials func(cfg *contracts.ServerSettings) (Credentials, error)
+	// Pins keeps the tool definitions grants cover; nil means grants are
+	// not pinned (every granted tool keeps its grant whatever its
+	// definition).
+	Pins Pins
 }
 
 // Credentials are one server's private values, added after the settings'

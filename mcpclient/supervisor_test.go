@@ -121,12 +121,13 @@ type harness struct {
 	sup  *Supervisor
 	recs *countingRecords
 	bin  string
+	logs *lockedBuffer
 }
 
 // newHarness starts a Supervisor. Cleanup closes it, checks that every
 // process it started is gone with its record, and that no goroutine is
 // left behind.
-func newHarness(t *testing.T, limits CatalogLimits) *harness {
+func newHarness(t *testing.T, limits CatalogLimits, options ...func(*Options)) *harness {
 	t.Helper()
 	bin := fixtureBinary(t)
 	ignore := goleak.IgnoreCurrent()
@@ -137,11 +138,15 @@ func newHarness(t *testing.T, limits CatalogLimits) *harness {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(runDir) })
 	logs := &lockedBuffer{}
-	h := &harness{t: t, recs: &countingRecords{memRecords: newMemRecords()}, bin: bin}
-	h.sup = NewSupervisor(Options{
+	h := &harness{t: t, recs: &countingRecords{memRecords: newMemRecords()}, bin: bin, logs: logs}
+	opts := Options{
 		Log: zerolog.New(logs), RunDir: runDir, Records: h.recs, ClientVersion: "test",
 		DiscoverProbe: 2 * time.Second, Limits: limits,
-	})
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	h.sup = NewSupervisor(opts)
 	t.Cleanup(func() {
 		h.sup.Close()
 		for _, pid := range h.recs.started() {

@@ -370,7 +370,7 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog,
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
 			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
-			contracts.MethodMCPReceipts}
+			contracts.MethodMCPReceipts, contracts.MethodMCPTrust}
 		c := d.client(t)
 		for _, m := range contracts.Methods {
 			if slices.Contains(served, m) {

@@ -91,7 +91,9 @@ func TestKillTorture(t *testing.T) {
 	t.Logf("%d rounds, %d kill -9 in %v", rounds, kills, time.Since(started).Round(time.Millisecond))
 
 	// Ask the ledger about every action, then try to approve each again:
-	// whatever its state, nothing may be sent.
+	// whatever its state, nothing may be sent. A review records an action
+	// still prepared from an earlier life as stale (bound to a connection
+	// of that life) before showing it.
 	connectServer(t, d, "fx")
 	for _, at := range attempts {
 		at.stateAfterAll = review(t, d, at.actionID).State
@@ -99,8 +101,8 @@ func TestKillTorture(t *testing.T) {
 	for _, at := range attempts {
 		o := a.approve(d, at.actionID, at.digest)
 		want := "action_consumed"
-		if at.stateAfterAll == contracts.ActionPrepared {
-			want = "action_stale" // bound to a connection of an earlier life
+		if at.stateAfterAll == contracts.ActionPrepared || at.stateAfterAll == contracts.ActionStale {
+			want = "action_stale"
 		}
 		if o.reason() != want {
 			t.Errorf("round %d: approving %s (%s) again after the restarts: %s, want %s", at.round, at.actionID, at.stateAfterAll, o, want)
@@ -141,8 +143,9 @@ func TestKillTorture(t *testing.T) {
 			continue
 		}
 		switch state {
-		case contracts.ActionPrepared, contracts.ActionFailed:
-			// Never approved, or approved and provably never sent.
+		case contracts.ActionPrepared, contracts.ActionStale, contracts.ActionFailed:
+			// Never approved (stale once its connection's life ended), or
+			// approved and provably never sent.
 			if n != 0 {
 				t.Errorf("round %d: action %s is %s but its nonce reached the server", at.round, at.actionID, state)
 			}

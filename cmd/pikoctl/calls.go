@@ -442,7 +442,13 @@ mcp_approved receipt; exit status as for 'pikoctl mcp call'.`,
 			w := &errWriter{w: a.stderr}
 			writeReview(w, r)
 			if r.State != contracts.ActionPrepared {
-				return fmt.Errorf("action %s is %s and cannot be approved", clean(r.ID), clean(r.State))
+				// Refused before any question: the daemon checked the
+				// action against the current server when reviewing it.
+				msg := fmt.Sprintf("action %s is %s and cannot be approved", clean(r.ID), clean(r.State))
+				if r.Reason != "" {
+					msg += ": " + clean(r.Reason)
+				}
+				return errors.New(msg)
 			}
 			fmt.Fprintf(a.stderr, "\nApprove this call of %s on %s? [y/N] ", clean(r.ToolName), clean(r.Server))
 			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')

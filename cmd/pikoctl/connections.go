@@ -75,7 +75,7 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nTOOL\tNAME\tGRANT\tDESCRIPTION")
 		for _, t := range c.Tools {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(truncate(t.OriginalName, 40)), cell(t.Name), cell(t.Grant),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(truncate(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
 				cell(truncate(firstLine(t.Description), 60)))
 		}
 		if err := tw.Flush(); err != nil {
@@ -104,6 +104,17 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 		}
 	}
 	return w.err
+}
+
+// grantCell shows a tool's grant, and a suspended one with why.
+func grantCell(t contracts.CatalogTool) string {
+	switch t.Pin {
+	case contracts.PinChanged:
+		return t.Grant + " (" + t.SuspendedGrant + " suspended: definition changed)"
+	case contracts.PinUnchecked:
+		return t.Grant + " (" + t.SuspendedGrant + " suspended: pin unreadable)"
+	}
+	return t.Grant
 }
 
 func firstLine(s string) string {
@@ -136,6 +147,10 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 		} else {
 			fmt.Fprintf(w, " (INCOMPLETE: %s)\n", clean(s.CatalogProblem))
 		}
+	}
+	if len(s.ChangedTools) > 0 {
+		fmt.Fprintf(w, "definition changed: %s (grants suspended until 'pikoctl mcp trust %s'; see 'pikoctl mcp diff %s')\n",
+			clean(strings.Join(s.ChangedTools, ", ")), clean(s.ID), clean(s.ID))
 	}
 	if s.Credentials != "" {
 		line := clean(s.Credentials)

@@ -20,6 +20,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newConnectionCmds()...)
 	mcp.AddCommand(a.newCallCmds()...)
 	mcp.AddCommand(a.newReceiptsCmds()...)
+	mcp.AddCommand(a.newTrustCmds()...)
 	mcp.AddCommand(a.newSecretCmd())
 	return mcp
 }
@@ -182,12 +183,22 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tENABLED\tPROTOCOL\tPID\tTOOLS\tLAST ERROR")
 		for _, s := range res.Servers {
+			state := s.State
+			if len(s.ChangedTools) > 0 {
+				state += " (definition changed)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-				cell(s.ID), cell(s.State), cell(s.Transport), yesNo(s.Enabled),
+				cell(s.ID), cell(state), cell(s.Transport), yesNo(s.Enabled),
 				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(truncate(clean(s.LastError), maxErrorWidth)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, s := range res.Servers {
+			if len(s.ChangedTools) > 0 {
+				fmt.Fprintf(w, "%s: definition changed: %s (grants suspended; see 'pikoctl mcp diff %s')\n",
+					clean(s.ID), clean(strings.Join(s.ChangedTools, ", ")), clean(s.ID))
+			}
 		}
 	}
 	if res.Vault.Backend != "" {
