@@ -83,6 +83,9 @@ type ErrorData struct {
 	Upstream *UpstreamError `json:"upstream,omitempty"`
 	// Hint says what the user can do next.
 	Hint string `json:"hint,omitempty"`
+	// Check names the terminal check a terminal_required refusal failed
+	// (TerminalNone, TerminalStdin, ...).
+	Check string `json:"check,omitempty"`
 }
 
 // UpstreamError is an error an MCP server returned, passed through as data.
