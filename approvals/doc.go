@@ -11,8 +11,12 @@
 //	├── meta/
 //	│   ├── schema        → decimal schema version (migrations applied)
 //	│   ├── created       → RFC 3339 time the file was initialised
-//	│   └── vault_backend → the vault backend "auto" chose, kept so later
-//	│                       starts use the same one
+//	│   ├── vault_backend → the vault backend "auto" chose, kept so later
+//	│   │                   starts use the same one
+//	│   └── approval_gate → the owner approval gate (daemon/owner.go), JSON
+//	│                       {"passphraseSet","failures","locks","lockedUntil"}:
+//	│                       wrong passphrases and locks survive a restart; the
+//	│                       passphrase's hash itself is in the vault
 //	├── settings/
 //	│   └── <extension> → SettingsRecord JSON:
 //	│                     {"revision":N,"updatedAt":"…","settings":{…canonical…}}
