@@ -174,8 +174,11 @@ func approveOnPTY(t *testing.T, d *daemon, actionID, pass string) (string, int) 
 // passes the terminal checks and can read the digest suffix off the
 // screen; only the owner approval passphrase stops it. Five wrong
 // passphrases lock terminal-only methods, visibly and across a restart.
+//
+// Not parallel: each passphrase check is an argon2id derivation (64 MiB, 4
+// lanes) that, under the race detector, keeps every core busy for about a
+// second, and would starve the timing-bound parallel suites.
 func TestAgentDrivingAPTY(t *testing.T) {
-	t.Parallel()
 	d, callLog := approvalDaemon(t)
 	ownerPass := "owner-pass-" + randomHex(t, 6)
 	guesses := []string{"password", "hunter22", "letmein!", "12345678", "approve-it", "owner-pass"}
