@@ -15,8 +15,12 @@
 //	│   │                   {"seq":N,"id":"rcpt_…","hash":"…"}: the
 //	│   │                   newest receipt and the SHA-256 of its stored
 //	│   │                   bytes; absent before the first receipt
-//	│   └── vault_backend → the vault backend "auto" chose, kept so later
-//	│                       starts use the same one
+//	│   ├── vault_backend → the vault backend "auto" chose, kept so later
+//	│   │                   starts use the same one
+//	│   └── approval_gate → the owner approval gate (daemon/owner.go), JSON
+//	│                       {"passphraseSet","failures","locks","lockedUntil"}:
+//	│                       wrong passphrases and locks survive a restart; the
+//	│                       passphrase's hash itself is in the vault
 //	├── settings/
 //	│   └── <extension> → SettingsRecord JSON:
 //	│                     {"revision":N,"updatedAt":"…","settings":{…canonical…}}

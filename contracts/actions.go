@@ -90,12 +90,15 @@ type ActionReview struct {
 }
 
 // ApproveParams is the params of extensions.mcp.actions.approve. Digest
-// must be the one the owner reviewed. Approving requires the caller to be
-// at an interactive terminal; the result is the executed call's
-// CallResult (receipt mcp_approved). Rejecting returns the action's summary
-// in a CallResult with status "rejected".
+// must be the one the owner reviewed. Approving is terminal-only: the
+// caller must be a person at the owner's terminal, and Passphrase must be
+// the owner approval passphrase when one is set (checked before the
+// handler runs; never stored or logged). The result is the executed
+// call's CallResult (receipt mcp_approved). Rejecting needs neither and
+// returns the action's summary in a CallResult with status "rejected".
 type ApproveParams struct {
-	ActionID string `json:"actionId"`
-	Digest   string `json:"digest"`
-	Decision string `json:"decision"`
+	ActionID   string `json:"actionId"`
+	Digest     string `json:"digest"`
+	Decision   string `json:"decision"`
+	Passphrase string `json:"passphrase,omitempty"`
 }

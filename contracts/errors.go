@@ -88,6 +88,9 @@ type ErrorData struct {
 	// failed connection, a closed pipe, a cancellation before sending).
 	// Such a call had no effect and may be made again.
 	NotSent bool `json:"notSent,omitempty"`
+	// Check names the terminal check a terminal_required refusal failed
+	// (TerminalNone, TerminalStdin, ...).
+	Check string `json:"check,omitempty"`
 }
 
 // UpstreamError is an error an MCP server returned, passed through as data.

@@ -22,6 +22,8 @@ type StatusResult struct {
 	Revision uint64         `json:"revision"`
 	Servers  []ServerStatus `json:"servers"`
 	Vault    VaultStatus    `json:"vault"`
+	// Approvals is the owner approval gate: passphrase and lockout.
+	Approvals ApprovalsStatus `json:"approvals"`
 }
 
 // ServerStatus is one configured server as the daemon sees it now.

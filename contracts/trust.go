@@ -45,6 +45,9 @@ type TrustParams struct {
 	Tool    string            `json:"tool,omitempty"`
 	Op      string            `json:"op"`
 	Digests map[string]string `json:"digests,omitempty"`
+	// Passphrase is the owner approval passphrase, needed for accept when
+	// one is set (see ParamPassphrase).
+	Passphrase string `json:"passphrase,omitempty"`
 }
 
 // TrustResult is the result of extensions.mcp.trust: the tools shown (diff)

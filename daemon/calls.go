@@ -391,8 +391,9 @@ func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, erro
 	return approvals.Review(a), nil
 }
 
-// actionsApprove serves extensions.mcp.actions.approve. Approving needs a
-// person at a terminal; rejecting does not.
+// actionsApprove serves extensions.mcp.actions.approve. Approving is
+// terminal-only (checked by rpc.Server before this runs); rejecting is
+// exempt.
 func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, err error) {
 	// As for call: an error answer means nothing was sent.
 	defer func() { err = unsent(err, "the approved call") }()
@@ -416,13 +417,8 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	default:
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_decision", `"decision" must be "approve" or "reject"`)
 	}
-	if ok, err := req.Peer.HasTerminal(); err != nil || !ok {
-		d.log.Warn().Int("peer_pid", req.Peer.PID).Str("action", p.ActionID).Msg("approval refused: caller has no terminal")
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrPermissionDenied, "terminal_required",
-				"approving needs the owner at an interactive terminal; this caller has none"),
-			"run 'pikoctl mcp approve "+p.ActionID+"' in a terminal")
-	}
+	// The caller is the owner at a terminal (and gave the passphrase when
+	// one is set): rpc.Server checked that before this handler ran.
 	a, err := d.ledger.Get(p.ActionID)
 	if err != nil {
 		return nil, err

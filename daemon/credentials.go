@@ -98,6 +98,13 @@ func vaultName(server string) string { return "server/" + server }
 // (results, errors, the socket) and cmd/pikod (the log writers).
 type Redaction struct {
 	set atomic.Pointer[approvals.Secrets]
+	// held is the set built from heldValues: secrets that are in memory
+	// only for one request (approval passphrases).
+	held atomic.Pointer[approvals.Secrets]
+
+	// hmu guards heldValues (value → holders).
+	hmu        sync.Mutex
+	heldValues map[string]int
 }
 
 // NewRedaction returns an empty redaction set.
@@ -109,9 +116,49 @@ func (r *Redaction) Redact(b []byte) []byte {
 		return b
 	}
 	if s := r.set.Load(); s != nil {
-		return s.Redact(b)
+		b = s.Redact(b)
+	}
+	if s := r.held.Load(); s != nil {
+		b = s.Redact(b)
 	}
 	return b
+}
+
+// Hold adds v to the redaction set until release is called (once or more).
+func (r *Redaction) Hold(v string) (release func()) {
+	if r == nil || v == "" {
+		return func() {}
+	}
+	r.hmu.Lock()
+	if r.heldValues == nil {
+		r.heldValues = map[string]int{}
+	}
+	r.heldValues[v]++
+	r.rebuildHeldLocked()
+	r.hmu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.hmu.Lock()
+			defer r.hmu.Unlock()
+			if r.heldValues[v]--; r.heldValues[v] <= 0 {
+				delete(r.heldValues, v)
+			}
+			r.rebuildHeldLocked()
+		})
+	}
+}
+
+func (r *Redaction) rebuildHeldLocked() {
+	if len(r.heldValues) == 0 {
+		r.held.Store(nil)
+		return
+	}
+	values := make([]string, 0, len(r.heldValues))
+	for v := range r.heldValues {
+		values = append(values, v)
+	}
+	r.held.Store(approvals.NewSecrets(values...))
 }
 
 // Writer returns w behind the redaction set. Every write is one whole log

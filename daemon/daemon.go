@@ -161,6 +161,11 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Error().Err(err).Msg("reading stored credentials")
 	}
 	d.redactor = cfg.Redaction
+	gate, err := newOwnerGate(v, db, cfg.Redaction, log.With().Str("component", "approvals").Logger())
+	if err != nil {
+		return err
+	}
+	d.gate = gate
 
 	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now)
 	if err != nil {
@@ -200,7 +205,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listening on %s: %w", cfg.SocketPath, err)
 	}
 	// Every frame leaving the socket passes the redaction set last.
-	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: cfg.Redaction.Redact})
+	// Terminal-only methods are checked by the server before any handler
+	// runs: the peer's terminal first, then the owner gate (passphrase).
+	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: cfg.Redaction.Redact,
+		OwnerCheck: d.gate.Check})
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
 		Str("version", cfg.Version).Msg("pikod ready")
@@ -213,10 +221,12 @@ func Run(ctx context.Context, cfg Config) error {
 
 // daemon holds the running state behind the method table.
 type daemon struct {
-	cfg     Config
-	db      *approvals.DB
-	sup     *mcpclient.Supervisor
-	creds   *creds
+	cfg   Config
+	db    *approvals.DB
+	sup   *mcpclient.Supervisor
+	creds *creds
+	// gate is the owner approval gate (passphrase and lockout).
+	gate    *ownerGate
 	ledger  *approvals.Ledger
 	sources *approvals.SourceStore
 	// redactor removes known credential values from everything that

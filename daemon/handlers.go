@@ -33,6 +33,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodSecret:            d.secret,
 		contracts.MethodVaultUnlock:       d.vaultUnlock,
 		contracts.MethodMCPTrust:          d.trust,
+		contracts.MethodPassphrase:        d.gate.passphrase,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -229,7 +230,7 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 	d.mu.Lock()
 	rev := d.revision
 	d.mu.Unlock()
-	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.creds.v.Status()}, nil
+	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.creds.v.Status(), Approvals: d.gate.Status()}, nil
 }
 
 func decodeServer(req *rpc.Request) (string, error) {

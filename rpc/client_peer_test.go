@@ -5,8 +5,6 @@ package rpc
 import (
 	"bufio"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,36 +15,6 @@ import (
 
 	"github.com/pikod/pikod/contracts"
 )
-
-// fakeDaemon listens on path and reports every byte a client sends on
-// stdout; it runs as another user in TestDialRefusesAnotherUsersSocket.
-func fakeDaemon(path string) {
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		fmt.Println("listen:", err)
-		os.Exit(1)
-	}
-	_ = os.Chmod(path, 0o777)
-	fmt.Println("LISTENING")
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			os.Exit(0)
-		}
-		go func() {
-			buf := make([]byte, 4096)
-			for {
-				n, err := c.Read(buf)
-				if n > 0 {
-					fmt.Printf("GOT %q\n", buf[:n])
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
 
 // TestDialRefusesAnotherUsersSocket: in a shared directory another user
 // can listen where pikoctl looks for the daemon; the client must notice

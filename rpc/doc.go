@@ -8,6 +8,15 @@
 // calling connection, strict params decoding (DecodeParams), and the Go
 // client (Dial, Call) used by pikoctl, the TUI and the tests.
 //
+// It is also the one place where terminal-only methods are enforced: for
+// every call of a contracts.TerminalOnly method that is not exempt (the
+// exemption member decoded as the handler decodes it), the server checks
+// the calling process (Peer.CheckTerminal: a controlling terminal, fd 0 is
+// that terminal, the terminal belongs to the daemon's uid, the process is
+// in its foreground group; /proc on Linux, kern.proc.pid and proc_info on
+// macOS) and then runs Options.OwnerCheck, before any handler. A check
+// that cannot be made refuses, and so does a server without OwnerCheck.
+//
 // rpc knows nothing of MCP, settings, the vault or the ledger: handlers are
 // registered by the daemon. It may import only the standard library,
 // contracts (method names and the error-code table: errors cross the socket

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -57,6 +58,13 @@ type Options struct {
 	// notifications) just before it is written; the daemon removes known
 	// credential values with it. It must keep the frame valid JSON.
 	Filter func([]byte) []byte
+	// OwnerCheck runs before the handler of every call of a
+	// contracts.TerminalOnly method that is not exempt, once the peer has
+	// passed the terminal checks (Peer.CheckTerminal against the server's
+	// uid); its error is the call's answer and the handler never runs.
+	// The daemon checks the owner approval passphrase with it. When nil,
+	// every such call is refused: terminal-only methods fail closed.
+	OwnerCheck func(ctx context.Context, req *Request) error
 }
 
 // Server dispatches JSON-RPC requests to registered handlers.
@@ -71,6 +79,13 @@ type Server struct {
 	writeTimeout time.Duration
 	filter       func([]byte) []byte
 	sem          chan struct{}
+	ownerCheck   func(context.Context, *Request) error
+	ownerUID     int
+	// methods is contracts.MethodTable by name.
+	methods map[string]contracts.MethodInfo
+	// checkPeer is Peer.CheckTerminal; tests replace it to reach the
+	// steps after it.
+	checkPeer func(p Peer, ownerUID int) error
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -92,12 +107,20 @@ func NewServer(opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	methods := make(map[string]contracts.MethodInfo, len(contracts.MethodTable))
+	for _, m := range contracts.MethodTable {
+		methods[m.Name] = m
+	}
 	return &Server{
 		log:          opts.Log,
 		maxFrame:     opts.MaxFrameBytes,
 		writeTimeout: opts.WriteTimeout,
 		filter:       opts.Filter,
 		sem:          make(chan struct{}, opts.MaxConcurrent),
+		ownerCheck:   opts.OwnerCheck,
+		ownerUID:     os.Getuid(),
+		methods:      methods,
+		checkPeer:    Peer.CheckTerminal,
 		handlers:     map[string]HandlerFunc{},
 	}
 }
@@ -326,7 +349,11 @@ func (s *Server) run(ctx context.Context, h HandlerFunc, req *Request, log zerol
 			return nil, s.wireError(req.Method, ctx.Err(), log)
 		}
 	}
-	result, err := s.call(ctx, h, req, log)
+	var result any
+	err := s.admit(ctx, req, log)
+	if err == nil {
+		result, err = s.call(ctx, h, req, log)
+	}
 	<-s.sem
 	if err != nil {
 		return nil, s.wireError(req.Method, err, log)
@@ -341,6 +368,59 @@ func (s *Server) run(ctx context.Context, h HandlerFunc, req *Request, log zerol
 			"the result of %s is %d bytes, over the %d-byte frame limit", req.Method, len(data), s.maxFrame))
 	}
 	return data, nil
+}
+
+// admit is the one place where terminal-only methods are enforced: a call
+// of a contracts.TerminalOnly method that is not exempt reaches its
+// handler only if the peer passes every terminal check and then the
+// owner check. Nothing of the params is logged.
+func (s *Server) admit(ctx context.Context, req *Request, log zerolog.Logger) (err error) {
+	info, ok := s.methods[req.Method]
+	if !ok || !info.TerminalOnly() || exempt(info, req.Params) {
+		return nil
+	}
+	if err := s.checkPeer(req.Peer, s.ownerUID); err != nil {
+		var te *TerminalError
+		if !errors.As(err, &te) {
+			te = uncheckedErr(req.Peer.PID, err)
+		}
+		log.Warn().Str("method", req.Method).Int("peer_pid", req.Peer.PID).Str("check", te.Check).
+			Str("detail", te.Detail).Msg("terminal-only call refused")
+		return terminalRefusal(req.Method, te)
+	}
+	if s.ownerCheck == nil {
+		log.Warn().Str("method", req.Method).Int("peer_pid", req.Peer.PID).Msg("terminal-only call refused: no owner check configured")
+		return contracts.Errorf(contracts.ErrPermissionDenied, "owner_check_unavailable",
+			"%s is terminal-only and this server has no owner check: refused", req.Method)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error().Str("method", req.Method).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("owner check panicked")
+			err = fmt.Errorf("owner check for %s panicked: %w", req.Method, contracts.ErrInternal)
+		}
+	}()
+	return s.ownerCheck(ctx, req)
+}
+
+// exempt reports whether a call carries its method's exemption value. The
+// member is decoded exactly as a handler's params struct decodes it
+// (encoding/json: case-insensitive names, the last duplicate wins), so a
+// call cannot look exempt here and decide something in the handler.
+func exempt(info contracts.MethodInfo, params json.RawMessage) bool {
+	if info.Exempt == nil || len(params) == 0 {
+		return false
+	}
+	t := reflect.StructOf([]reflect.StructField{{
+		Name: "V",
+		Type: reflect.TypeFor[*string](),
+		Tag:  reflect.StructTag(`json:"` + info.Exempt.Field + `"`),
+	}})
+	v := reflect.New(t)
+	if err := json.Unmarshal(params, v.Interface()); err != nil {
+		return false
+	}
+	got, _ := v.Elem().Field(0).Interface().(*string)
+	return got != nil && *got == info.Exempt.Value
 }
 
 func (s *Server) call(ctx context.Context, h HandlerFunc, req *Request, log zerolog.Logger) (result any, err error) {

@@ -62,6 +62,8 @@ type approveJob struct {
 	Decision string          `json:"decision"`
 	Copies   int             `json:"copies"`
 	Targets  []approveTarget `json:"targets,omitempty"`
+	// Passphrase is sent with every approval when set.
+	Passphrase string `json:"passphrase,omitempty"`
 }
 
 // approveTarget is one action to approve and the digest to quote.
@@ -163,7 +165,7 @@ func runApproveJob(j approveJob, enc *json.Encoder) error {
 			<-start
 			var res contracts.CallResult
 			err := c.Call(ctx, contracts.MethodMCPActionsApprove,
-				contracts.ApproveParams{ActionID: targets[i].ActionID, Digest: targets[i].Digest, Decision: decision}, &res)
+				contracts.ApproveParams{ActionID: targets[i].ActionID, Digest: targets[i].Digest, Decision: decision, Passphrase: j.Passphrase}, &res)
 			var we *contracts.Error
 			switch {
 			case err == nil:
@@ -285,13 +287,40 @@ type ttyProc struct {
 }
 
 // startTTY starts cmd with the slave side of a new pseudo-terminal as its
-// controlling terminal (a new session) and stdin, stdout and stderr unless
-// they are already set.
+// controlling terminal (a new session) and stderr, and as stdin and stdout
+// unless they are already set.
 func startTTY(t testing.TB, cmd *exec.Cmd) *ttyProc {
 	t.Helper()
+	return startTTYWith(t, cmd, nil)
+}
+
+// startTTYWith is startTTY with a hook that may change the pty's slave
+// (its owner, say) before the process starts.
+func startTTYWith(t testing.TB, cmd *exec.Cmd, prepare func(slave *os.File)) *ttyProc {
+	t.Helper()
 	p := &ttyProc{cmd: cmd, out: newNotifyBuffer(), copied: make(chan struct{}), done: make(chan struct{})}
-	master, err := pty.Start(cmd)
+	master, slave, err := pty.Open()
 	if err != nil {
+		t.Fatalf("opening a pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { master.Close(); slave.Close() })
+	if prepare != nil {
+		prepare(slave)
+	}
+	if cmd.Stdin == nil {
+		cmd.Stdin = slave
+	}
+	if cmd.Stdout == nil {
+		cmd.Stdout = slave
+	}
+	// A new session whose controlling terminal is the slave: fd 2 in the
+	// child is always the slave.
+	cmd.Stderr = slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 2}
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		master.Close()
 		t.Fatalf("starting %s on a pseudo-terminal: %v", cmd.Path, err)
 	}
 	p.master = master
@@ -363,9 +392,15 @@ func (p *ttyProc) wait(t testing.TB) (string, int) {
 // ctlTTY starts pikoctl on d's socket on a pseudo-terminal.
 func ctlTTY(t testing.TB, d *daemon, args ...string) *ttyProc {
 	t.Helper()
+	return ctlTTYWith(t, d, nil, args...)
+}
+
+// ctlTTYWith is ctlTTY on a pty prepared by prepare (see startTTYWith).
+func ctlTTYWith(t testing.TB, d *daemon, prepare func(slave *os.File), args ...string) *ttyProc {
+	t.Helper()
 	cmd := exec.Command(pikoctlBin, append([]string{"--socket", d.socket}, args...)...)
 	cmd.Env = minimalEnv(t.TempDir())
-	return startTTY(t, cmd)
+	return startTTYWith(t, cmd, prepare)
 }
 
 // approver is the test binary running as the approver helper on a
@@ -384,6 +419,13 @@ type approver struct {
 // the test.
 func startApprover(t testing.TB) *approver {
 	t.Helper()
+	return startApproverWith(t, nil)
+}
+
+// startApproverWith starts the approver helper on a pty prepared by
+// prepare (see startTTYWith).
+func startApproverWith(t testing.TB, prepare func(slave *os.File)) *approver {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatalf("finding the test binary: %v", err)
@@ -400,7 +442,7 @@ func startApprover(t testing.TB) *approver {
 	cmd.Env = append(minimalEnv(t.TempDir()), helperModeEnv+"=approver")
 	cmd.ExtraFiles = []*os.File{jobsR, eventsW}
 	a := &approver{t: t, jobs: jobsW, events: make(chan approveEvent, 16)}
-	a.proc = startTTY(t, cmd)
+	a.proc = startTTYWith(t, cmd, prepare)
 	jobsR.Close()
 	eventsW.Close()
 	go func() {
@@ -592,25 +634,34 @@ func runCtlNoTTY(t testing.TB, d *daemon, stdin string, args ...string) (stdout,
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 }
 
+// approvePrompt ends the question pikoctl mcp approve asks at the
+// terminal; suffixOf is the answer that approves.
+const approvePrompt = "Anything else approves nothing: "
+
+func suffixOf(digest string) string { return digest[len(digest)-6:] }
+
 // TestApproveAtTerminal approves, declines and refuses through pikoctl on
 // a pseudo-terminal and without one.
 func TestApproveAtTerminal(t *testing.T) {
 	t.Parallel()
 	d, callLog := approvalDaemon(t)
 
-	t.Run("yes executes once", func(t *testing.T) {
+	t.Run("digest suffix executes once", func(t *testing.T) {
 		nonce := "yes-" + randomHex(t, 8)
 		prep := prepareCount(t, d, "fx", nonce)
 		wantNonce(t, callLog, nonce, 0)
 		p := ctlTTY(t, d, "mcp", "approve", prep.ActionID)
-		p.waitFor(t, "[y/N] ")
+		p.waitFor(t, approvePrompt)
 		if !strings.Contains(p.out.String(), nonce) || !strings.Contains(p.out.String(), prep.Digest) {
 			t.Errorf("the review shown before the question lacks the nonce or the digest:\n%s", p.out.String())
 		}
-		p.typeLine(t, "y")
+		if !strings.Contains(p.out.String(), "type "+suffixOf(prep.Digest)) {
+			t.Errorf("the question does not show the digest's last 6 characters %s:\n%s", suffixOf(prep.Digest), p.out.String())
+		}
+		p.typeLine(t, suffixOf(prep.Digest))
 		out, code := p.wait(t)
 		if code != 0 {
-			t.Fatalf("pikoctl mcp approve answered y exited %d, want 0; terminal:\n%s", code, out)
+			t.Fatalf("pikoctl mcp approve answered with the digest suffix exited %d, want 0; terminal:\n%s", code, out)
 		}
 		if !strings.Contains(out, "status: completed") || !strings.Contains(out, "("+contracts.ReceiptApproved+")") {
 			t.Errorf("approve output lacks the completed status and the mcp_approved receipt:\n%s", out)
@@ -622,12 +673,19 @@ func TestApproveAtTerminal(t *testing.T) {
 		wantNonce(t, callLog, nonce, 1)
 	})
 
-	for _, answer := range []string{"n", "", "yes please", "N"} {
+	for _, answer := range []string{"y", "yes", "n", "", "yes please", "N", "digest", "another"} {
 		t.Run(fmt.Sprintf("answer %q sends nothing", answer), func(t *testing.T) {
 			nonce := "no-" + randomHex(t, 8)
 			prep := prepareCount(t, d, "fx", nonce)
+			switch answer {
+			case "digest":
+				answer = prep.Digest
+			case "another":
+				// Another action's suffix.
+				answer = suffixOf(prepareCount(t, d, "fx", "other-"+nonce).Digest)
+			}
 			p := ctlTTY(t, d, "mcp", "approve", prep.ActionID)
-			p.waitFor(t, "[y/N] ")
+			p.waitFor(t, approvePrompt)
 			p.typeLine(t, answer)
 			out, code := p.wait(t)
 			if code != 1 || !strings.Contains(out, "not approved") {
@@ -638,27 +696,47 @@ func TestApproveAtTerminal(t *testing.T) {
 		})
 	}
 
+	t.Run("type-ahead is discarded", func(t *testing.T) {
+		// The right answer typed before the question is shown must not
+		// answer it: pikoctl flushes the terminal's input first.
+		nonce := "ahead-" + randomHex(t, 8)
+		prep := prepareCount(t, d, "fx", nonce)
+		p := ctlTTY(t, d, "mcp", "approve", prep.ActionID)
+		p.typeLine(t, suffixOf(prep.Digest))
+		p.waitFor(t, approvePrompt)
+		p.typeLine(t, "n")
+		out, code := p.wait(t)
+		if code != 1 || !strings.Contains(out, "not approved") {
+			t.Errorf("type-ahead: exit %d, want 1 and \"not approved\"; terminal:\n%s", code, out)
+		}
+		wantState(t, d, prep.ActionID, contracts.ActionPrepared)
+		wantNonce(t, callLog, nonce, 0)
+	})
+
 	t.Run("no controlling terminal", func(t *testing.T) {
 		nonce := "notty-" + randomHex(t, 8)
 		prep := prepareCount(t, d, "fx", nonce)
+		refusals := func() int { return len(d.logLines(t, "terminal-only call refused", contracts.TerminalNone)) }
+		before := refusals()
 		params := fmt.Sprintf(`{"actionId":%q,"digest":%q,"decision":"approve"}`, prep.ActionID, prep.Digest)
 		stdout, stderr, code := runCtlNoTTY(t, d, params, "--json", "rpc", contracts.MethodMCPActionsApprove, "-")
 		var we contracts.Error
-		if code != 1 || json.Unmarshal([]byte(stdout), &we) != nil || we.Reason() != "terminal_required" || !errors.Is(&we, contracts.ErrPermissionDenied) {
-			t.Fatalf("rpc approve without a terminal: exit %d, stdout %q, stderr %q; want exit 1 and error terminal_required", code, stdout, stderr)
+		if code != 1 || json.Unmarshal([]byte(stdout), &we) != nil || we.Reason() != "terminal_required" ||
+			we.Data.Check != contracts.TerminalNone || !errors.Is(&we, contracts.ErrPermissionDenied) {
+			t.Fatalf("rpc approve without a terminal: exit %d, stdout %q, stderr %q; want exit 1 and error terminal_required (no_terminal)", code, stdout, stderr)
 		}
-		if len(d.logLines(t, "caller has no terminal", prep.ActionID)) == 0 {
-			t.Errorf("the daemon log does not record the refused approval of %s", prep.ActionID)
+		if n := refusals(); n != before+1 {
+			t.Errorf("the daemon log records %d new refusals, want 1", n-before)
 		}
 		wantState(t, d, prep.ActionID, contracts.ActionPrepared)
 
 		// pikoctl itself refuses before asking the daemon anything.
-		_, stderr, code = runCtlNoTTY(t, d, "y\n", "mcp", "approve", prep.ActionID)
-		if code != 1 || !strings.Contains(stderr, "interactive terminal") {
+		_, stderr, code = runCtlNoTTY(t, d, suffixOf(prep.Digest)+"\n", "mcp", "approve", prep.ActionID)
+		if code != 1 || !strings.Contains(stderr, "stdin is not the terminal") {
 			t.Fatalf("pikoctl mcp approve with stdin from a pipe: exit %d, stderr %q; want 1 and a terminal refusal", code, stderr)
 		}
-		if n := len(d.logLines(t, "caller has no terminal", prep.ActionID)); n != 1 {
-			t.Errorf("the daemon saw %d refused approvals of %s, want 1 (pikoctl must refuse before calling)", n, prep.ActionID)
+		if n := refusals(); n != before+1 {
+			t.Errorf("the daemon saw %d refused approvals, want 1 (pikoctl must refuse before calling)", n-before)
 		}
 		wantState(t, d, prep.ActionID, contracts.ActionPrepared)
 		wantNonce(t, callLog, nonce, 0)

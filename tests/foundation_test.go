@@ -370,15 +370,33 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog,
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
 			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
-			contracts.MethodMCPReceipts, contracts.MethodMCPTrust}
+			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase}
 		c := d.client(t)
-		for _, m := range contracts.Methods {
+		for _, info := range contracts.MethodTable {
+			m := info.Name
 			if slices.Contains(served, m) {
 				continue
 			}
+			params := map[string]any{}
+			if info.TerminalOnly() {
+				// This test has no terminal: a terminal-only method is
+				// refused before its handler runs, whether served or not.
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				err := c.Call(ctx, m, params, nil)
+				cancel()
+				var we *contracts.Error
+				if !errors.As(err, &we) || we.Reason() != "terminal_required" {
+					t.Errorf("%s without a terminal: %v, want terminal_required", m, err)
+				}
+				if info.Exempt == nil {
+					continue
+				}
+				// The exempt form reaches the handler.
+				params[info.Exempt.Field] = info.Exempt.Value
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			var res json.RawMessage
-			err := c.Call(ctx, m, map[string]any{}, &res)
+			err := c.Call(ctx, m, params, &res)
 			cancel()
 			var we *contracts.Error
 			if !errors.As(err, &we) {

@@ -326,7 +326,7 @@ func TestApproveAfterDefinitionChange(t *testing.T) {
 		if code != 1 || !strings.Contains(out, "is stale and cannot be approved") || !strings.Contains(out, "tool's definition changed") {
 			t.Fatalf("pikoctl mcp approve after the definition changed: exit %d; terminal:\n%s", code, out)
 		}
-		if strings.Contains(out, "[y/N]") || strings.Contains(out, "Approve this call") {
+		if strings.Contains(out, approvePrompt) {
 			t.Errorf("pikoctl asked about a stale action:\n%s", out)
 		}
 		r := wantState(t, d, prep.ActionID, contracts.ActionStale)
@@ -423,7 +423,7 @@ func TestRefusedApprovalNeverConnects(t *testing.T) {
 	}
 	p := ctlTTY(t, d, "mcp", "approve", prep2.ActionID)
 	out, code = p.wait(t)
-	if code != 1 || !strings.Contains(out, "stale and cannot be approved") || strings.Contains(out, "[y/N]") {
+	if code != 1 || !strings.Contains(out, "stale and cannot be approved") || strings.Contains(out, approvePrompt) {
 		t.Errorf("pikoctl mcp approve of a stale action: exit %d; terminal:\n%s", code, out)
 	}
 	notStarted(t)

@@ -53,7 +53,14 @@
 //     it is unlocked: a locked collection is reported as vault_locked
 //     instead of becoming a stuck call.
 //
+// Owner approval passphrase. SetApprovalPassphrase stores only an
+// argon2id hash (golang.org/x/crypto/argon2; 64 MiB, 3 passes, 4 lanes, a
+// random 16-byte salt, recorded with the hash in PHC form) under the item
+// "approvals/passphrase"; CheckApprovalPassphrase derives with the stored
+// parameters (bounded, so a tampered item cannot exhaust memory) and
+// compares in constant time.
+//
 // vault may import contracts, 99designs/keyring, godbus/dbus (keyring's own
-// D-Bus library, for the probe), zerolog, the standard library, x/sys and
-// x/term; never daemon, rpc, mcpclient or approvals.
+// D-Bus library, for the probe), zerolog, the standard library, x/sys,
+// x/term and x/crypto (argon2); never daemon, rpc, mcpclient or approvals.
 package vault

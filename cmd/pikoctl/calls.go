@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -423,18 +422,27 @@ func (a *app) newReviewCmd() *cobra.Command {
 func (a *app) newApproveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "approve ACTION",
-		Short: "Review an action and, if you answer yes at the terminal, execute it",
-		Long: `approve shows the action and asks for confirmation on the terminal; the
-default answer is no. It needs an interactive terminal (the daemon checks too),
-so automation running in the background cannot approve by accident. The call
-then runs once, on the connection it was approved for, with an
-mcp_approved receipt; exit status as for 'pikoctl mcp call'.`,
+		Short: "Review an action and, if you type its digest's last 6 characters at the terminal, execute it",
+		Long: `approve shows the action and asks, on the terminal (/dev/tty, after
+discarding anything typed ahead), for the last 6 characters of the action's
+digest; anything else approves nothing. When an owner approval passphrase is
+set, it is asked too, masked. Approving is terminal-only: run it yourself in
+your terminal, with the terminal as stdin; pikod refuses callers that have no
+controlling terminal, whose stdin is not that terminal, whose terminal
+belongs to another user, or that are not in its foreground job. The call then
+runs once, on the connection it was approved for, with an mcp_approved
+receipt; exit status as for 'pikoctl mcp call'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			hint := "run 'pikoctl mcp approve " + args[0] + "' yourself in your terminal"
 			if !a.stdinIsTerminal() {
-				return contracts.WithHint(errors.New("approving needs an interactive terminal: stdin is not one"),
-					"run 'pikoctl mcp approve "+args[0]+"' yourself in a terminal")
+				return contracts.WithHint(errors.New("stdin is not the terminal: approving needs you typing at the terminal, not a pipe"), hint)
 			}
+			tty, err := a.openTTY()
+			if err != nil {
+				return contracts.WithHint(err, hint)
+			}
+			defer tty.Close()
 			r, _, err := a.review(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -450,18 +458,77 @@ mcp_approved receipt; exit status as for 'pikoctl mcp call'.`,
 				}
 				return errors.New(msg)
 			}
-			fmt.Fprintf(a.stderr, "\nApprove this call of %s on %s? [y/N] ", clean(r.ToolName), clean(r.Server))
-			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
-			switch strings.ToLower(strings.TrimSpace(answer)) {
-			case "y", "yes":
-			default:
+			gate, err := a.approvalGate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			suffix := digestSuffix(r.Digest)
+			answer, err := tty.Ask(fmt.Sprintf("\nTo approve this call of %s on %s, type %s (the last %d characters of its digest).\nAnything else approves nothing: ",
+				clean(r.ToolName), clean(r.Server), suffix, len(suffix)))
+			if err != nil {
+				return err
+			}
+			if suffix == "" || !strings.EqualFold(strings.TrimSpace(answer), suffix) {
 				fmt.Fprintln(a.stderr, "not approved: nothing was sent (the action stays prepared until it expires or is rejected)")
 				return &statusExit{code: exitFailure, msg: "not approved"}
 			}
-			return a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove,
-				contracts.ApproveParams{ActionID: r.ID, Digest: r.Digest, Decision: contracts.DecisionApprove})
+			params := contracts.ApproveParams{ActionID: r.ID, Digest: r.Digest, Decision: contracts.DecisionApprove}
+			if gate.PassphraseSet {
+				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
+					return err
+				}
+			}
+			err = a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove, params)
+			var ce *contracts.Error
+			if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == "passphrase_required" {
+				// Set since we asked: the refusal came before anything ran.
+				if params.Passphrase, err = askPassphrase(tty, "an approval passphrase is set; approval passphrase: "); err != nil {
+					return err
+				}
+				err = a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove, params)
+			}
+			return err
 		},
 	}
+}
+
+// digestSuffix is what the owner types back to approve: the last 6
+// characters of the digest (shown in full in the review).
+func digestSuffix(digest string) string {
+	d := clean(digest)
+	if len(d) < 6 {
+		return ""
+	}
+	return d[len(d)-6:]
+}
+
+// askPassphrase asks for a passphrase, masked. An empty answer sends
+// nothing.
+func askPassphrase(tty ttyIO, prompt string) (string, error) {
+	p, err := tty.AskHidden(prompt)
+	if err != nil {
+		return "", err
+	}
+	if p == "" {
+		return "", errors.New("no passphrase typed: nothing was sent")
+	}
+	return p, nil
+}
+
+// approvalGate reads the owner approval gate from status, and refuses at
+// once while terminal-only methods are locked.
+func (a *app) approvalGate(ctx context.Context) (contracts.ApprovalsStatus, error) {
+	var st contracts.StatusResult
+	if err := a.call(ctx, contracts.MethodMCPStatus, contracts.StatusParams{}, &st); err != nil {
+		return contracts.ApprovalsStatus{}, err
+	}
+	if st.Approvals.LockedUntil != "" {
+		return st.Approvals, contracts.WithHint(
+			fmt.Errorf("approvals are locked until %s after %d wrong approval passphrases: nothing was asked or sent",
+				clean(st.Approvals.LockedUntil), contracts.PassphraseMaxFailures),
+			"wait until then and try again")
+	}
+	return st.Approvals, nil
 }
 
 func (a *app) newRejectCmd() *cobra.Command {

@@ -39,6 +39,7 @@ func main() {
 		stderr:          os.Stderr,
 		getenv:          os.Getenv,
 		stdinIsTerminal: func() bool { return term.IsTerminal(int(os.Stdin.Fd())) },
+		openTTY:         openDevTTY,
 		executable:      os.Executable,
 		lookPath:        exec.LookPath,
 		goos:            runtime.GOOS,

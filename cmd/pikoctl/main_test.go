@@ -42,6 +42,7 @@ func newTestApp(t *testing.T, stdin string, tty bool) *testApp {
 		stderr:          ta.errOut,
 		getenv:          func(k string) string { return ta.env[k] },
 		stdinIsTerminal: func() bool { return tty },
+		openTTY:         func() (ttyIO, error) { return nil, errors.New("no terminal in tests") },
 		executable:      func() (string, error) { return "", errors.New("no executable in tests") },
 		lookPath:        func(string) (string, error) { return "", errors.New("not in PATH in tests") },
 		goos:            "linux",

@@ -208,7 +208,23 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 		}
 		fmt.Fprintln(w, line)
 	}
+	fmt.Fprintln(w, approvalsLine(res.Approvals))
 	return w.err
+}
+
+// approvalsLine describes the owner approval gate.
+func approvalsLine(st contracts.ApprovalsStatus) string {
+	line := "approvals: terminal checks, no passphrase"
+	if st.PassphraseSet {
+		line = "approvals: terminal checks and passphrase"
+	}
+	if st.Failures > 0 {
+		line += fmt.Sprintf("; %d wrong passphrase(s)", st.Failures)
+	}
+	if st.LockedUntil != "" {
+		line += "; locked until " + clean(st.LockedUntil)
+	}
+	return line
 }
 
 // errWriter remembers the first write error so the table code can print

@@ -20,10 +20,13 @@ type app struct {
 	stdout, stderr  io.Writer
 	getenv          contracts.Getenv
 	stdinIsTerminal func() bool
-	executable      func() (string, error)
-	lookPath        func(string) (string, error)
-	goos            string
-	uid             int
+	// openTTY opens the controlling terminal (/dev/tty) for answers that
+	// must come from the person there.
+	openTTY    func() (ttyIO, error)
+	executable func() (string, error)
+	lookPath   func(string) (string, error)
+	goos       string
+	uid        int
 
 	// Global flags.
 	instanceFlag string
@@ -99,6 +102,7 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 		a.newMCPCmd(),
 		a.newServiceCmd(),
 		a.newVaultCmd(),
+		a.newApprovalsCmd(),
 	)
 	return root
 }

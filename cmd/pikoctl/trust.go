@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -79,10 +78,15 @@ autonomousTools grants apply again. It needs you at an interactive terminal
 			if len(args) == 2 {
 				tool = args[1]
 			}
+			hint := "run 'pikoctl mcp trust " + strings.Join(args, " ") + "' yourself in your terminal"
 			if !a.stdinIsTerminal() {
-				return contracts.WithHint(errors.New("trusting needs an interactive terminal: stdin is not one"),
-					"run 'pikoctl mcp trust "+strings.Join(args, " ")+"' yourself in a terminal")
+				return contracts.WithHint(errors.New("stdin is not the terminal: trusting needs you typing at the terminal, not a pipe"), hint)
 			}
+			tty, err := a.openTTY()
+			if err != nil {
+				return contracts.WithHint(err, hint)
+			}
+			defer tty.Close()
 			res, _, err := a.trustDiff(cmd.Context(), server, tool)
 			if err != nil {
 				return err
@@ -108,9 +112,15 @@ autonomousTools grants apply again. It needs you at an interactive terminal
 			if w.err != nil {
 				return w.err
 			}
-			fmt.Fprintf(a.stderr, "\nAccepting pins these %d definition(s) and restores their grants.\nType the server id (%s) to accept, anything else to keep them suspended: ",
-				len(changed), clean(server))
-			answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+			gate, err := a.approvalGate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			answer, err := tty.Ask(fmt.Sprintf("\nAccepting pins these %d definition(s) and restores their grants.\nType the server id (%s) to accept, anything else to keep them suspended: ",
+				len(changed), clean(server)))
+			if err != nil {
+				return err
+			}
 			if strings.TrimSpace(answer) != server {
 				fmt.Fprintln(a.stderr, "not accepted: the grants stay suspended")
 				return &statusExit{code: exitFailure, msg: "not accepted"}
@@ -121,6 +131,11 @@ autonomousTools grants apply again. It needs you at an interactive terminal
 			}
 			var raw json.RawMessage
 			params := contracts.TrustParams{Server: server, Tool: tool, Op: contracts.TrustAccept, Digests: digests}
+			if gate.PassphraseSet {
+				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
+					return err
+				}
+			}
 			if err := a.call(cmd.Context(), contracts.MethodMCPTrust, params, &raw); err != nil {
 				return err
 			}
