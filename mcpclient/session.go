@@ -236,13 +236,15 @@ func (s *session) lostConn(c *conn, why string, state string) {
 		s.state = state
 		s.lastErr = cleanText(why, 2000)
 	}
+	// close waits for this connection's goroutines, one of which may be
+	// the caller: never wait on ourselves. The goroutine is counted before
+	// mu is released: a disconnect or Close that finds the connection gone
+	// must also find it counted, or Close's Wait could race this Add.
+	s.sup.wg.Add(1)
 	s.mu.Unlock()
 	if current {
 		s.log.Warn().Str("reason", why).Msg("connection lost")
 	}
-	// close waits for this connection's goroutines, one of which may be
-	// the caller: never wait on ourselves.
-	s.sup.wg.Add(1)
 	go func() {
 		defer s.sup.wg.Done()
 		c.close()

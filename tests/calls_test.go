@@ -36,7 +36,10 @@ func callsServer(id, callLog string) srv {
 		"tools", []string{"echo", "count", "big", "bad-output", "add", "sleep", "tool-0001"},
 		"readOnlyTools", []string{"echo", "count", "big", "bad-output"},
 		"autonomousTools", []string{"add", "sleep"},
-		"maxBytes", contracts.MaxMaxBytes)
+		"maxBytes", contracts.MaxMaxBytes,
+		// The 19 MB result takes seconds to produce under -race on a busy
+		// machine; these tests are about results and grants, not timeouts.
+		"timeoutMs", 60000)
 }
 
 // callsDaemon starts a daemon with callsServer "fx" connected.

@@ -270,12 +270,17 @@ func TestAgentDrivingAPTY(t *testing.T) {
 			t.Errorf("status after a restart: %+v, want the lock kept (%s)", after, st.LockedUntil)
 		}
 		// Rejecting decides nothing: it needs neither terminal nor
-		// passphrase, also while locked.
-		stdout, stderr, code := runCtlNoTTY(t, d, "", "mcp", "reject", prep2.ActionID)
-		if code != 0 || !strings.Contains(stdout, "rejected action "+prep2.ActionID) {
+		// passphrase, also while locked. (prep2 was prepared on the
+		// connection before the restart, so it is stale by now: reject one
+		// prepared on the current connection.)
+		nonce3 := "lock-" + randomHex(t, 8)
+		prep3 := prepareCount(t, d, "fx", nonce3)
+		stdout, stderr, code := runCtlNoTTY(t, d, "", "mcp", "reject", prep3.ActionID)
+		if code != 0 || !strings.Contains(stdout, "rejected action "+prep3.ActionID) {
 			t.Errorf("pikoctl mcp reject while locked: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 		wantNonce(t, callLog, nonce2, 0)
+		wantNonce(t, callLog, nonce3, 0)
 	})
 
 	// No passphrase, right or wrong, is in the log, the database, the vault
