@@ -20,22 +20,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var (
-	bucketActions       = []byte("actions")
-	bucketActionsByTime = []byte("actions_by_time")
-	bucketReceipts      = []byte("receipts")
-)
-
-// migrateLedger creates the ledger's buckets (schema 3).
-func migrateLedger(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketActions, bucketActionsByTime, bucketReceipts} {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ApprovalTTL is how long a prepared action can be approved: 15 minutes
 // (contracts.ApprovalTTLMinutes). Past it the action reads as expired.
 const ApprovalTTL = contracts.ApprovalTTLMinutes * time.Minute

@@ -132,9 +132,9 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-func TestMigrationLedger(t *testing.T) {
+func testMigrationLedger(t *testing.T) {
 	// A database written by schema 2 gains the ledger's buckets.
-	db, path := reopenAtSchema(t, 2, func(tx *bolt.Tx) error {
+	db, path := reopenAtSchema(t, schemaOf(t, "ledger")-1, func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketActions, bucketActionsByTime, bucketReceipts} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
