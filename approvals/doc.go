@@ -30,7 +30,9 @@
 //	│                            arguments (base64 of the exact bytes),
 //	│                            toolDescription, fingerprints, digest,
 //	│                            createdAt, expiresAt, updatedAt, reason,
-//	│                            receiptId, sourceId
+//	│                            receiptId, sourceId, notSent, and
+//	│                            expiresBoot {"boot","at"}: the expiry on
+//	│                            the boot clock (see ApprovalTTL)
 //	├── actions_by_time/
 //	│   └── <createdAt unix nanos, uint64 big-endian><action id> → empty;
 //	│                            walked backwards for newest-first lists
@@ -81,7 +83,9 @@
 //
 //	prepared ─Approve─► approved ─MarkDispatched─► dispatched ─Finish─► completed | failed | uncertain
 //	prepared ─Reject─► rejected
-//	prepared ─Approve after expiresAt─► expired   (Get and List notice it too)
+//	prepared ─Approve after expiry─► expired   (Get and List notice it too;
+//	                                            expiry is the earlier of
+//	                                            expiresAt and expiresBoot)
 //	prepared ─Approve with a moved fingerprint─► stale
 //	prepared ─Revalidate with a moved fingerprint─► stale   (list, review)
 //	dispatched ─Finish stale─► stale   (provably unsent: the tool's

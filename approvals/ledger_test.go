@@ -42,6 +42,8 @@ type instance struct {
 	clk *clock
 	db  *DB
 	l   *Ledger
+	// opts are given to every OpenLedger.
+	opts []LedgerOption
 }
 
 func newInstance(t *testing.T) *instance {
@@ -61,7 +63,7 @@ func (in *instance) open() {
 	if err != nil {
 		in.t.Fatalf("Open: %v", err)
 	}
-	l, err := OpenLedger(db, in.tombPath(), in.clk.now)
+	l, err := OpenLedger(db, in.tombPath(), in.clk.now, in.opts...)
 	if err != nil {
 		db.Close()
 		in.t.Fatalf("OpenLedger: %v", err)
