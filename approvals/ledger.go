@@ -285,9 +285,22 @@ func (l *Ledger) recover() error {
 	if err != nil {
 		return fmt.Errorf("recovering the action ledger: %w", err)
 	}
+	// One line per action the last run left unsettled, then a summary: the
+	// owner should check the servers for the uncertain ones.
+	counts := map[string]int{}
 	for _, a := range changed {
+		counts[a.State]++
 		l.log.Warn().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).
-			Str("state", a.State).Str("reason", a.Reason).Msg("action settled at startup")
+			Str("state", a.State).Bool("not_sent", a.NotSent).Str("reason", a.Reason).Msg("action settled at startup")
+	}
+	if len(changed) > 0 {
+		ev := l.log.Warn().Int("actions", len(changed))
+		for _, st := range allStates {
+			if counts[st] > 0 {
+				ev = ev.Int(st, counts[st])
+			}
+		}
+		ev.Msg("recovered the ledger after an unclean stop: uncertain calls may have reached their servers and are never sent again")
 	}
 	l.recovered = changed
 	return nil

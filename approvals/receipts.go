@@ -611,6 +611,9 @@ func (w *asyncWriter) run() {
 	}
 }
 
+// maxLoggedIDs bounds the receipt ids one log line names.
+const maxLoggedIDs = 8
+
 // asyncLinger is how long a background writer waits, once woken, for more
 // work to join the same transaction. One commit costs far more than one
 // record, so at a steady trickle of reads this turns a commit per call into
@@ -650,7 +653,12 @@ func (w *asyncWriter) flush() error {
 	defer w.mu.Unlock()
 	if err != nil {
 		w.lastErr = fmt.Errorf("storing %d read receipts: %w", len(batch), err)
-		w.log.Error().Err(err).Int("receipts", len(batch)).Msg("storing read receipts failed; will retry")
+		ids := make([]string, 0, min(len(batch), maxLoggedIDs))
+		for _, r := range batch[:cap(ids)] {
+			ids = append(ids, r.ID)
+		}
+		w.log.Error().Err(err).Int("receipts", len(batch)).Strs("receipt_ids", ids).
+			Msg("storing read receipts failed; they stay queued and the next write tries again")
 		w.queue = append(batch, w.queue...)
 		return w.lastErr
 	}

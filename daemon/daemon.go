@@ -159,7 +159,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d.redactor = cfg.Redaction
 
-	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now)
+	// The ledger logs what crash recovery settled and receipts it could
+	// not store.
+	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now,
+		approvals.WithLogger(log.With().Str("component", "ledger").Logger()))
 	if err != nil {
 		return fmt.Errorf("opening the action ledger: %w", err)
 	}
