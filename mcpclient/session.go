@@ -567,7 +567,10 @@ func (c *conn) watch() {
 }
 
 // onNotification runs on the transport's reader: it only counts and
-// signals, never blocks. Past a budget a notification is dropped; a
+// signals, never blocks. Only what the budgets admit goes any further
+// (progress routing, a catalog refetch, and whatever else keeps what a
+// server sends, such as a log ring). Past a budget a notification is
+// dropped; a
 // dropped list_changed still leaves a re-discovery pending (watch runs it
 // once the server is back under budget), so no change is lost. A server
 // over budget for too long is disconnected from here.
