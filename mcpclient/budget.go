@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
 )
 
 // A server sends notifications whenever it likes: progress, list_changed,
@@ -108,6 +109,7 @@ func noiseOf(method string) noiseKind {
 // no one holds for long, and never blocks.
 type noise struct {
 	budgets Budgets
+	log     zerolog.Logger
 	// dropped counts, per kind, what was dropped; the session's counters,
 	// which outlive the connection.
 	dropped *[noiseKinds]atomic.Uint64
@@ -118,8 +120,8 @@ type noise struct {
 	tripped bool
 }
 
-func newNoise(b Budgets, dropped *[noiseKinds]atomic.Uint64) *noise {
-	n := &noise{budgets: b.withDefaults(), dropped: dropped}
+func newNoise(b Budgets, dropped *[noiseKinds]atomic.Uint64, log zerolog.Logger) *noise {
+	n := &noise{budgets: b.withDefaults(), dropped: dropped, log: log}
 	n.meters[noiseNotification].budget = n.budgets.Notifications
 	n.meters[noiseLog].budget = n.budgets.Log
 	return n
@@ -131,23 +133,32 @@ func newNoise(b Budgets, dropped *[noiseKinds]atomic.Uint64) *noise {
 // the reason. trip is returned once; after it nothing is admitted.
 func (n *noise) admit(kind noiseKind, size int, now time.Time) (ok bool, trip string) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.tripped {
+		n.mu.Unlock()
 		n.dropped[kind].Add(1)
 		return false, ""
 	}
 	m := &n.meters[kind]
 	ok, over := m.admit(size, now)
+	budget := m.budget
+	switch {
+	case ok:
+	case over >= n.budgets.OverBudgetLimit:
+		n.tripped = true
+		trip = fmt.Sprintf("the server sent %d %s in %d s, over the budget of %d per second and %s per minute; disconnected",
+			m.spellCount, kind.plural(), int(over/time.Second), budget.PerSecond, sizeText(budget.BytesPerMinute))
+	}
+	n.mu.Unlock()
 	if ok {
 		return true, ""
 	}
 	n.dropped[kind].Add(1)
-	if over >= n.budgets.OverBudgetLimit {
-		n.tripped = true
-		return false, fmt.Sprintf("the server sent %d %s in %d s, over the budget of %d per second and %s per minute; disconnected",
-			m.spellCount, kind.plural(), int(over/time.Second), m.budget.PerSecond, sizeText(m.budget.BytesPerMinute))
+	if over == 0 {
+		// The first drop of a spell: one line, not one per message.
+		n.log.Warn().Str("kind", kind.plural()).Int("per_second", budget.PerSecond).Int64("bytes_per_minute", budget.BytesPerMinute).
+			Dur("disconnect_after", n.budgets.OverBudgetLimit).Msg("server over its budget: dropping what it sends unasked")
 	}
-	return false, ""
+	return false, trip
 }
 
 // over reports whether the server is in an over-budget spell now, on any

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,10 @@ func TestSupervisorNoisyServerDisconnected(t *testing.T) {
 			t.Fatalf("the noisy server's process %d still exists after the disconnect", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The log says so once per spell, not once per message.
+	if n := strings.Count(h.logs.String(), "server over its budget"); n < 2 || n > 10 {
+		t.Errorf("%d log lines about the budget for %+v dropped messages; want one per kind and spell", n, st.Dropped)
 	}
 	// The counts stay, and stop growing.
 	before := h.status("noisy").Dropped

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
 )
 
 // feed sends rate messages per second of size bytes, of kind, for d,
@@ -31,7 +32,7 @@ var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 
 func TestBudgetHealthyServerNeverDropped(t *testing.T) {
 	var dropped [noiseKinds]atomic.Uint64
-	n := newNoise(Budgets{}, &dropped)
+	n := newNoise(Budgets{}, &dropped, zerolog.Nop())
 	// A busy but healthy server: progress 10 times a second and a log
 	// line 50 times a second for five minutes, and a burst of 250 at once.
 	passed, trip, _ := feed(n, noiseNotification, t0, 10, 120, 5*time.Minute)
@@ -52,7 +53,7 @@ func TestBudgetHealthyServerNeverDropped(t *testing.T) {
 
 func TestBudgetFloodDroppedThenDisconnected(t *testing.T) {
 	var dropped [noiseKinds]atomic.Uint64
-	n := newNoise(Budgets{}, &dropped)
+	n := newNoise(Budgets{}, &dropped, zerolog.Nop())
 	// 2,000 log lines a second: the budget's 300 pass, the rest are
 	// dropped, and 30 s into the spell the server is to be disconnected.
 	passed, trip, at := feed(n, noiseLog, t0, 2000, 150, 40*time.Second)
@@ -88,7 +89,7 @@ func TestBudgetFloodDroppedThenDisconnected(t *testing.T) {
 
 func TestBudgetSpellsEndAfterQuiet(t *testing.T) {
 	var dropped [noiseKinds]atomic.Uint64
-	n := newNoise(Budgets{}, &dropped)
+	n := newNoise(Budgets{}, &dropped, zerolog.Nop())
 	// Bursts of 20 s over budget separated by 5 s of silence never add up
 	// to 30 s over budget.
 	start := t0
@@ -111,7 +112,7 @@ func TestBudgetSpellsEndAfterQuiet(t *testing.T) {
 
 func TestBudgetBytes(t *testing.T) {
 	var dropped [noiseKinds]atomic.Uint64
-	n := newNoise(Budgets{Notifications: Budget{PerSecond: 1000, BytesPerMinute: 1 << 20}, OverBudgetLimit: 10 * time.Second}, &dropped)
+	n := newNoise(Budgets{Notifications: Budget{PerSecond: 1000, BytesPerMinute: 1 << 20}, OverBudgetLimit: 10 * time.Second}, &dropped, zerolog.Nop())
 	// 20 messages a second is well under the rate; at 64 KiB each they
 	// are 75 MiB a minute against a 1 MiB budget.
 	passed, trip, _ := feed(n, noiseNotification, t0, 20, 64<<10, 15*time.Second)

@@ -316,7 +316,7 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
 	life, cancel := context.WithCancel(s.sup.ctx)
 	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{}),
-		noise: newNoise(s.sup.opts.Budgets, &s.dropped)}
+		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log)}
 	ok := false
 	defer func() {
 		if !ok {
