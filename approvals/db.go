@@ -13,28 +13,6 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-var (
-	bucketMeta     = []byte("meta")
-	bucketSettings = []byte("settings")
-	keySchema      = []byte("schema")
-	keyCreated     = []byte("created")
-)
-
-// migrations are applied in order; migrations[i] brings the schema from
-// version i to i+1. Append only.
-var migrations = []func(tx *bolt.Tx) error{
-	migrateInitial,
-	migrateProcesses,
-	migrateLedger,
-	migrateSources,
-	migrateSourceData,
-	migrateReceiptChain,
-	migratePins,
-}
-
-// SchemaVersion is the layout version this build writes.
-var SchemaVersion = len(migrations)
-
 // ErrLocked is returned by Open when another process holds the database.
 var ErrLocked = errors.New("database is locked by another process")
 
@@ -126,27 +104,13 @@ func (db *DB) migrate() error {
 			return fmt.Errorf("database %s has schema %d, newer than this pikod understands (%d): upgrade pikod: %w",
 				db.path, have, len(migrations), contracts.ErrFailedPrecondition)
 		}
-		for i := have; i < len(migrations); i++ {
-			if err := migrations[i](tx); err != nil {
-				return fmt.Errorf("migrating database %s to schema %d: %w", db.path, i+1, err)
+		for _, m := range migrations[have:] {
+			if err := m.apply(tx); err != nil {
+				return fmt.Errorf("migrating database %s to schema %d (%s): %w", db.path, m.schema, m.name, err)
 			}
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(len(migrations))))
 	})
-}
-
-func migrateInitial(tx *bolt.Tx) error {
-	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-	if err != nil {
-		return err
-	}
-	if meta.Get(keyCreated) == nil {
-		if err := meta.Put(keyCreated, []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
-			return err
-		}
-	}
-	_, err = tx.CreateBucketIfNotExists(bucketSettings)
-	return err
 }
 
 // Path returns the database file's path.

@@ -24,7 +24,7 @@ func openTemp(t *testing.T) (*DB, string) {
 	return db, path
 }
 
-func TestMigrationInitialLayout(t *testing.T) {
+func testMigrationInitial(t *testing.T) {
 	db, _ := openTemp(t)
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
@@ -106,9 +106,9 @@ func TestSaveSettingsCompareAndSwap(t *testing.T) {
 	}
 }
 
-func TestMigrationProcesses(t *testing.T) {
+func testMigrationProcesses(t *testing.T) {
 	// A database written by schema 1 gains the processes bucket.
-	db, _ := reopenAtSchema(t, 1, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketProcesses) })
+	db, _ := reopenAtSchema(t, schemaOf(t, "processes")-1, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketProcesses) })
 	if err := db.PutProcess(42, []byte(`{"pid":42}`)); err != nil {
 		t.Fatalf("PutProcess after migration: %v", err)
 	}

@@ -34,7 +34,9 @@
 //	│                            arguments (base64 of the exact bytes),
 //	│                            toolDescription, fingerprints, digest,
 //	│                            createdAt, expiresAt, updatedAt, reason,
-//	│                            receiptId, sourceId
+//	│                            receiptId, sourceId, notSent, and
+//	│                            expiresBoot {"boot","at"}: the expiry on
+//	│                            the boot clock (see ApprovalTTL)
 //	├── actions_by_time/
 //	│   └── <createdAt unix nanos, uint64 big-endian><action id> → empty;
 //	│                            walked backwards for newest-first lists
@@ -85,7 +87,9 @@
 //
 //	prepared ─Approve─► approved ─MarkDispatched─► dispatched ─Finish─► completed | failed | uncertain
 //	prepared ─Reject─► rejected
-//	prepared ─Approve after expiresAt─► expired   (Get and List notice it too)
+//	prepared ─Approve after expiry─► expired   (Get and List notice it too;
+//	                                            expiry is the earlier of
+//	                                            expiresAt and expiresBoot)
 //	prepared ─Approve with a moved fingerprint─► stale
 //	prepared ─Revalidate with a moved fingerprint─► stale   (list, review)
 //	dispatched ─Finish stale─► stale   (provably unsent: the tool's
@@ -123,19 +127,22 @@
 // write nothing waits for: a background writer groups them into fewer
 // Updates. Values are copied out before their transaction ends.
 //
-// Migrations, applied in order at Open and recorded in meta/schema:
+// Migrations, applied in order at Open and recorded in meta/schema. The
+// bucket names, keys and this list are declared in schema.go, each
+// migration with a name and a test of its own (schema_test.go):
 //
-//  1. initial layout: meta/ and settings/.
-//  2. processes/: durable process records, so a restarted daemon reaps
-//     the groups a killed one left.
-//  3. actions/, actions_by_time/ and receipts/: the ledger.
-//  4. sources/ with meta/ and live/: retained original results.
-//  5. sources/data/: small results (up to 64 KiB) kept inline instead of
-//     in a file each.
-//  6. receipts_by_seq/, receipts_by_time/ and meta/receipts_head: the
-//     receipt chain. The receipts already stored are chained in creation
-//     order (ties by id): each is rewritten once with its seq and prev.
-//  7. pins/: tool-definition pins of granted tools, so a server that
+//  1. initial: meta/ and settings/.
+//  2. processes: processes/, durable process records, so a restarted
+//     daemon reaps the groups a killed one left.
+//  3. ledger: actions/, actions_by_time/ and receipts/.
+//  4. sources: sources/ with meta/ and live/, retained original results.
+//  5. source-data: sources/data/, small results (up to 64 KiB) kept inline
+//     instead of in a file each.
+//  6. receipt-chain: receipts_by_seq/, receipts_by_time/ and
+//     meta/receipts_head. The receipts already stored are chained in
+//     creation order (ties by id): each is rewritten once with its seq and
+//     prev.
+//  7. pins: pins/, tool-definition pins of granted tools, so a server that
 //     redefines a granted tool loses the grant until the owner trusts the
 //     new definition, across restarts.
 package approvals

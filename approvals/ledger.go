@@ -20,24 +20,18 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var (
-	bucketActions       = []byte("actions")
-	bucketActionsByTime = []byte("actions_by_time")
-	bucketReceipts      = []byte("receipts")
-)
-
-// migrateLedger creates the ledger's buckets (schema 3).
-func migrateLedger(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketActions, bucketActionsByTime, bucketReceipts} {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ApprovalTTL is how long a prepared action can be approved: 15 minutes
 // (contracts.ApprovalTTLMinutes). Past it the action reads as expired.
+//
+// The TTL is measured on two clocks and the earlier expiry wins: the wall
+// clock (expiresAt, what people read) and the machine's boot clock (see
+// BootClock), which no one can set back. A wall clock set back therefore
+// never lets an action live longer than its TTL, within one daemon life or
+// across restarts in the same boot; one set forward only ends it early,
+// and ending early is safe (rejection is the default). An action prepared
+// before the machine rebooted has expired: how long it waited is unknown.
+// An action stored without a boot deadline (an older pikod, or a platform
+// without a boot clock) goes by the wall clock alone.
 const ApprovalTTL = contracts.ApprovalTTLMinutes * time.Minute
 
 // Reasons recovery and restores give actions; tests and the README quote
@@ -49,6 +43,7 @@ const (
 	ReasonRestoredSent      = "the tombstone file says this call was sent, the database does not (restored from an older copy, or pikod stopped mid-write); the server may have acted on it"
 	ReasonRestoredNotSent   = "the tombstone file says this action was approved, the database does not (restored from an older copy, or pikod stopped mid-write); it was never sent"
 	ReasonExpired           = "not decided before it expired"
+	ReasonExpiredReboot     = "prepared before the machine restarted, so how long it waited is unknown; it expired"
 )
 
 // Action is one call the ledger knows: a prepared action awaiting the
@@ -101,6 +96,15 @@ type actionRecord struct {
 	ReceiptID       string                 `json:"receiptId,omitempty"`
 	SourceID        string                 `json:"sourceId,omitempty"`
 	NotSent         bool                   `json:"notSent,omitempty"`
+	// ExpiresBoot is the expiry on the boot clock (prepared actions).
+	ExpiresBoot *bootDeadline `json:"expiresBoot,omitempty"`
+}
+
+// bootDeadline is an instant on the boot clock of one boot.
+type bootDeadline struct {
+	Boot string `json:"boot"`
+	// At is the time since that boot began, in nanoseconds.
+	At time.Duration `json:"at"`
 }
 
 func (r *actionRecord) action() Action {
@@ -169,6 +173,7 @@ func timeKey(t time.Time, id string) []byte {
 type Ledger struct {
 	db    *bolt.DB
 	now   func() time.Time
+	boot  BootClock
 	log   zerolog.Logger
 	tombs *tombstones
 	async *asyncWriter
@@ -198,7 +203,7 @@ func OpenLedger(db *DB, tombstonePath string, now func() time.Time, opts ...Ledg
 	if now == nil {
 		now = time.Now
 	}
-	l := &Ledger{db: db.bolt, now: now, log: zerolog.Nop()}
+	l := &Ledger{db: db.bolt, now: now, boot: systemBootClock, log: zerolog.Nop()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -280,9 +285,22 @@ func (l *Ledger) recover() error {
 	if err != nil {
 		return fmt.Errorf("recovering the action ledger: %w", err)
 	}
+	// One line per action the last run left unsettled, then a summary: the
+	// owner should check the servers for the uncertain ones.
+	counts := map[string]int{}
 	for _, a := range changed {
+		counts[a.State]++
 		l.log.Warn().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).
-			Str("state", a.State).Str("reason", a.Reason).Msg("action settled at startup")
+			Str("state", a.State).Bool("not_sent", a.NotSent).Str("reason", a.Reason).Msg("action settled at startup")
+	}
+	if len(changed) > 0 {
+		ev := l.log.Warn().Int("actions", len(changed))
+		for _, st := range allStates {
+			if counts[st] > 0 {
+				ev = ev.Int(st, counts[st])
+			}
+		}
+		ev.Msg("recovered the ledger after an unclean stop: uncertain calls may have reached their servers and are never sent again")
 	}
 	l.recovered = changed
 	return nil
@@ -326,8 +344,59 @@ func (l *Ledger) notFound(id string) error {
 		"no action %q: list actions with 'pikoctl mcp actions'", id)
 }
 
-func (l *Ledger) expired(rec *actionRecord, now time.Time) bool {
-	return rec.State == contracts.ActionPrepared && !rec.ExpiresAt.IsZero() && now.After(rec.ExpiresAt)
+// expiry returns when rec expires on the wall clock as it reads now: its
+// expiresAt, or earlier when the boot clock has less time left (the wall
+// clock was set back), or now when it was prepared in an earlier boot.
+// reason is what an expiry records. See ApprovalTTL.
+func (l *Ledger) expiry(rec *actionRecord, now time.Time) (at time.Time, reason string) {
+	at, reason = rec.ExpiresAt, ReasonExpired
+	b := rec.ExpiresBoot
+	if b == nil {
+		return at, reason
+	}
+	boot, since, ok := l.boot()
+	switch {
+	case !ok:
+	case boot != b.Boot:
+		return now.Add(-time.Nanosecond), ReasonExpiredReboot
+	default:
+		if left := now.Add(b.At - since); left.Before(at) {
+			at = left
+		}
+	}
+	return at, reason
+}
+
+// expired reports whether rec is a prepared action past its expiry, and
+// if so the reason to record.
+func (l *Ledger) expired(rec *actionRecord, now time.Time) (bool, string) {
+	if rec.State != contracts.ActionPrepared || rec.ExpiresAt.IsZero() {
+		return false, ""
+	}
+	at, reason := l.expiry(rec, now)
+	return now.After(at), reason
+}
+
+// settleExpired records rec, which expired, as expired: when the boot
+// clock ended it before its expiresAt (the wall clock was set back),
+// expiresAt becomes that moment on the wall clock as it reads now.
+func (l *Ledger) settleExpired(rec *actionRecord, now time.Time, reason string) {
+	if at, _ := l.expiry(rec, now); reason == ReasonExpired && at.Before(rec.ExpiresAt) {
+		rec.ExpiresAt = at.UTC()
+	}
+	rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, reason, now.UTC()
+}
+
+// view is rec as callers see it now: a prepared action shows the expiry
+// that will actually apply.
+func (l *Ledger) view(rec *actionRecord, now time.Time) Action {
+	a := rec.action()
+	if rec.State == contracts.ActionPrepared && !rec.ExpiresAt.IsZero() {
+		if at, _ := l.expiry(rec, now); at.Before(a.ExpiresAt) {
+			a.ExpiresAt = at.UTC()
+		}
+	}
+	return a
 }
 
 func checkCall(server, tool string, args []byte) error {
@@ -382,6 +451,9 @@ func (l *Ledger) Prepare(server, tool string, args []byte, desc string, fp contr
 		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
 		CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL), UpdatedAt: now,
 	}
+	if boot, since, ok := l.boot(); ok {
+		rec.ExpiresBoot = &bootDeadline{Boot: boot, At: since + ApprovalTTL}
+	}
 	if err := l.insert(rec); err != nil {
 		return Action{}, fmt.Errorf("preparing a call to %s/%s: %w", server, tool, err)
 	}
@@ -429,13 +501,14 @@ func (l *Ledger) Get(id string) (Action, error) {
 	if rec == nil {
 		return Action{}, l.notFound(id)
 	}
-	if now := l.now(); l.expired(rec, now) {
+	now := l.now()
+	if due, reason := l.expired(rec, now); due {
 		if err := l.expire([]string{rec.ID}, now); err != nil {
 			return Action{}, err
 		}
-		rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+		l.settleExpired(rec, now, reason)
 	}
-	return rec.action(), nil
+	return l.view(rec, now), nil
 }
 
 // expire records every listed action that is still prepared and past its
@@ -447,10 +520,14 @@ func (l *Ledger) expire(ids []string, now time.Time) error {
 			if err != nil {
 				return err
 			}
-			if rec == nil || !l.expired(rec, now) {
+			if rec == nil {
 				continue
 			}
-			rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+			due, reason := l.expired(rec, now)
+			if !due {
+				continue
+			}
+			l.settleExpired(rec, now, reason)
 			if err := putAction(tx, rec); err != nil {
 				return err
 			}
@@ -497,12 +574,12 @@ func (l *Ledger) List(state string, limit int) ([]Action, error) {
 			if err != nil {
 				return err
 			}
-			if l.expired(rec, now) {
+			if expired, reason := l.expired(rec, now); expired {
 				due = append(due, rec.ID)
-				rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+				l.settleExpired(rec, now, reason)
 			}
 			if state == "" || rec.State == state {
-				out = append(out, rec.action())
+				out = append(out, l.view(rec, now))
 			}
 		}
 		return nil
@@ -538,6 +615,10 @@ func knownState(s string) bool {
 func refusal(rec *actionRecord) error {
 	switch rec.State {
 	case contracts.ActionExpired:
+		if rec.Reason == ReasonExpiredReboot {
+			return contracts.Errorf(contracts.ErrFailedPrecondition, "action_expired",
+				"action %s expired: it was prepared before the machine restarted; make the call again to prepare a new action", rec.ID)
+		}
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_expired",
 			"action %s expired at %s without a decision; make the call again to prepare a new action",
 			rec.ID, rec.ExpiresAt.Format(time.RFC3339))
@@ -629,12 +710,13 @@ func (l *Ledger) decide(verb, id string, apply func(rec *actionRecord) (state, r
 			return nil
 		}
 		now := l.now()
-		if l.expired(rec, now) {
-			rec.State, rec.Reason, rec.UpdatedAt = contracts.ActionExpired, ReasonExpired, now.UTC()
+		if expired, reason := l.expired(rec, now); expired {
+			l.settleExpired(rec, now, reason)
 			refused = refusal(rec)
 			out = rec.action()
 			return putAction(tx, rec)
 		}
+		out = l.view(rec, now)
 		state, reason, refuse := apply(rec)
 		if state == "" {
 			refused = refuse

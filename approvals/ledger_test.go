@@ -42,6 +42,8 @@ type instance struct {
 	clk *clock
 	db  *DB
 	l   *Ledger
+	// opts are given to every OpenLedger.
+	opts []LedgerOption
 }
 
 func newInstance(t *testing.T) *instance {
@@ -61,7 +63,7 @@ func (in *instance) open() {
 	if err != nil {
 		in.t.Fatalf("Open: %v", err)
 	}
-	l, err := OpenLedger(db, in.tombPath(), in.clk.now)
+	l, err := OpenLedger(db, in.tombPath(), in.clk.now, in.opts...)
 	if err != nil {
 		db.Close()
 		in.t.Fatalf("OpenLedger: %v", err)
@@ -132,9 +134,9 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-func TestMigrationLedger(t *testing.T) {
+func testMigrationLedger(t *testing.T) {
 	// A database written by schema 2 gains the ledger's buckets.
-	db, path := reopenAtSchema(t, 2, func(tx *bolt.Tx) error {
+	db, path := reopenAtSchema(t, schemaOf(t, "ledger")-1, func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketActions, bucketActionsByTime, bucketReceipts} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err

@@ -11,14 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var bucketPins = []byte("pins")
-
-// migratePins creates the bucket of tool-definition pins (schema 7).
-func migratePins(tx *bolt.Tx) error {
-	_, err := tx.CreateBucketIfNotExists(bucketPins)
-	return err
-}
-
 // What pinned a definition (Pin.By).
 const (
 	PinnedBySettings  = "settings"

@@ -10,10 +10,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-func TestMigrationPins(t *testing.T) {
+func testMigrationPins(t *testing.T) {
 	// A database written by schema 6 gains pins/, and pins written after
 	// the migration survive a reopen.
-	db, path := reopenAtSchema(t, 6, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketPins) })
+	db, path := reopenAtSchema(t, schemaOf(t, "pins")-1, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketPins) })
 	def := json.RawMessage(`{"description":"Counts.","name":"count"}`)
 	if _, err := db.EditPins([]PinEdit{{Server: "fx", Tool: "count", Pin: &Pin{Digest: "d1", Definition: def, By: PinnedBySettings}}}); err != nil {
 		t.Fatalf("EditPins after migration: %v", err)

@@ -8,13 +8,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var bucketProcesses = []byte("processes")
-
-func migrateProcesses(tx *bolt.Tx) error {
-	_, err := tx.CreateBucketIfNotExists(bucketProcesses)
-	return err
-}
-
 func pidKey(pid int) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(pid))
 }

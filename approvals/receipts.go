@@ -16,13 +16,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var (
-	bucketReceiptsBySeq  = []byte("receipts_by_seq")
-	bucketReceiptsByTime = []byte("receipts_by_time")
-	// keyReceiptsHead (in meta/) records the newest receipt of the chain.
-	keyReceiptsHead = []byte("receipts_head")
-)
-
 // Receipt records one executed call: its kind (mcp_approved,
 // mcp_autonomous, mcp_read), what was called (the arguments by digest
 // only), how it ended and where its original result is retained.
@@ -164,50 +157,6 @@ func addReceipts(tx *bolt.Tx, rs []Receipt) ([]Receipt, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// migrateReceiptChain (schema 6) adds receipts_by_seq/,
-// receipts_by_time/ and meta/receipts_head, and chains the receipts
-// stored so far in creation order (ties by id).
-func migrateReceiptChain(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketReceiptsBySeq, bucketReceiptsByTime} {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return err
-		}
-	}
-	rb, byTime := tx.Bucket(bucketReceipts), tx.Bucket(bucketReceiptsByTime)
-	decode := func(k, v []byte) (Receipt, error) {
-		var r Receipt
-		if err := json.Unmarshal(v, &r); err != nil {
-			return Receipt{}, fmt.Errorf("chaining the stored receipts: receipt %q is unreadable: %w", k, err)
-		}
-		r.ID = string(k)
-		return r, nil
-	}
-	err := rb.ForEach(func(k, v []byte) error {
-		r, err := decode(k, v)
-		if err != nil {
-			return err
-		}
-		return byTime.Put(timeKey(r.CreatedAt, r.ID), nil)
-	})
-	if err != nil {
-		return err
-	}
-	// Walking the time index gives creation order without holding the
-	// receipts in memory; chainReceipt writes other buckets only.
-	c := byTime.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		id := k[8:]
-		r, err := decode(id, rb.Get(id))
-		if err != nil {
-			return err
-		}
-		if _, err := chainReceipt(tx, r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // AddReceipt stores r durably (one Update) and returns it with its id,
@@ -662,6 +611,9 @@ func (w *asyncWriter) run() {
 	}
 }
 
+// maxLoggedIDs bounds the receipt ids one log line names.
+const maxLoggedIDs = 8
+
 // asyncLinger is how long a background writer waits, once woken, for more
 // work to join the same transaction. One commit costs far more than one
 // record, so at a steady trickle of reads this turns a commit per call into
@@ -701,7 +653,12 @@ func (w *asyncWriter) flush() error {
 	defer w.mu.Unlock()
 	if err != nil {
 		w.lastErr = fmt.Errorf("storing %d read receipts: %w", len(batch), err)
-		w.log.Error().Err(err).Int("receipts", len(batch)).Msg("storing read receipts failed; will retry")
+		ids := make([]string, 0, min(len(batch), maxLoggedIDs))
+		for _, r := range batch[:cap(ids)] {
+			ids = append(ids, r.ID)
+		}
+		w.log.Error().Err(err).Int("receipts", len(batch)).Strs("receipt_ids", ids).
+			Msg("storing read receipts failed; they stay queued and the next write tries again")
 		w.queue = append(batch, w.queue...)
 		return w.lastErr
 	}

@@ -453,26 +453,13 @@ func TestListReceipts(t *testing.T) {
 	}
 }
 
-// chainSchema is the schema version migrateReceiptChain brings a database
-// to.
-func chainSchema(t *testing.T) int {
-	t.Helper()
-	for i, m := range migrations {
-		if reflect.ValueOf(m).Pointer() == reflect.ValueOf(migrateReceiptChain).Pointer() {
-			return i + 1
-		}
-	}
-	t.Fatal("migrateReceiptChain is not in migrations")
-	return 0
-}
-
-func TestMigrationReceiptChain(t *testing.T) {
+func testMigrationReceiptChain(t *testing.T) {
 	// A database of the schema before the chain holds unchained receipts,
 	// stored under random ids in an order unrelated to their times.
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	offsets := []int{5, 1, 9, 3, 3, 0, 7}
 	old := make([]string, len(offsets))
-	db, path := reopenAtSchema(t, chainSchema(t)-1, func(tx *bolt.Tx) error {
+	db, path := reopenAtSchema(t, schemaOf(t, "receipt-chain")-1, func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketReceiptsBySeq, bucketReceiptsByTime} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return err

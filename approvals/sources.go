@@ -40,32 +40,6 @@ const (
 	InlineSourceBytes = 64 << 10
 )
 
-var (
-	bucketSources     = []byte("sources")
-	bucketSourceMeta  = []byte("meta")
-	bucketSourceOrder = []byte("live")
-	bucketSourceData  = []byte("data")
-)
-
-// migrateSourceData adds sources/data/ for sources kept inline (schema 5).
-func migrateSourceData(tx *bolt.Tx) error {
-	_, err := tx.Bucket(bucketSources).CreateBucketIfNotExists(bucketSourceData)
-	return err
-}
-
-// migrateSources creates sources/ with meta/ and live/ (schema 4).
-func migrateSources(tx *bolt.Tx) error {
-	b, err := tx.CreateBucketIfNotExists(bucketSources)
-	if err != nil {
-		return err
-	}
-	if _, err := b.CreateBucketIfNotExists(bucketSourceMeta); err != nil {
-		return err
-	}
-	_, err = b.CreateBucketIfNotExists(bucketSourceOrder)
-	return err
-}
-
 // SourceMeta describes one retained source. An evicted source keeps its
 // metadata as a tombstone (Evicted, EvictedAt) so a late read can say what
 // happened to it.

@@ -332,9 +332,9 @@ func TestSourceReopenCleansLeftovers(t *testing.T) {
 	}
 }
 
-func TestMigrationSources(t *testing.T) {
+func testMigrationSources(t *testing.T) {
 	// A database written by schema 3 gains sources/.
-	db, _ := reopenAtSchema(t, 3, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketSources) })
+	db, _ := reopenAtSchema(t, schemaOf(t, "sources")-1, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketSources) })
 	s, err := OpenSourceStore(db, filepath.Join(t.TempDir(), "sources"), 0, nil)
 	if err != nil {
 		t.Fatalf("OpenSourceStore after migration: %v", err)

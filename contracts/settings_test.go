@@ -304,6 +304,42 @@ func TestParseProblems(t *testing.T) {
 		{name: "arg assignment", edit: func(m tree) { local(m)["args"] = []any{"run", "-e", "GITHUB_TOKEN=abc"} }, server: "local", field: "args[2]"},
 		{name: "arg header line", edit: func(m tree) { local(m)["args"] = []any{"--header", "Authorization: Bearer abc"} }, server: "local", field: "args[1]"},
 		{name: "arg url userinfo", edit: func(m tree) { local(m)["args"] = []any{"postgres://u:pw@db.internal/app"} }, server: "local", field: "args[0]"},
+		{name: "arg -p value", edit: func(m tree) { local(m)["args"] = []any{"-u", "root", "-p", "hunter2"} }, server: "local", field: "args[3]", msg: "-p (a password flag)"},
+		{name: "arg -p=value", edit: func(m tree) { local(m)["args"] = []any{"-p=hunter2"} }, server: "local", field: "args[0]", msg: secretHint},
+		{name: "arg --password value", edit: func(m tree) { local(m)["args"] = []any{"--user", "me", "--password", "hunter2"} }, server: "local", field: "args[3]", msg: secretHint},
+		{name: "arg --password=value", edit: func(m tree) { local(m)["args"] = []any{"--password=hunter2"} }, server: "local", field: "args[0]", msg: secretHint},
+		{name: "arg --token value", edit: func(m tree) { local(m)["args"] = []any{"--token", "abc123"} }, server: "local", field: "args[1]", msg: secretHint},
+		{name: "arg --token=value", edit: func(m tree) { local(m)["args"] = []any{"--token=abc123"} }, server: "local", field: "args[0]"},
+		{name: "arg url password in flag", edit: func(m tree) { local(m)["args"] = []any{"--db=mysql://app:pw@localhost/x"} }, server: "local", field: "args[0]", msg: "password in this URL"},
+		{name: "arg slack webhook", edit: func(m tree) {
+			local(m)["args"] = []any{"--notify", "https://hooks.slack.com/services/T0000/B0000/XXXXXXXX"}
+		}, server: "local", field: "args[1]", msg: "Slack webhook"},
+		{name: "arg slack webhook in flag", edit: func(m tree) {
+			local(m)["args"] = []any{"--webhook=hooks.slack.com/services/T0000/B0000/XXXXXXXX"}
+		}, server: "local", field: "args[0]", msg: "Slack webhook"},
+		{name: "arg discord webhook", edit: func(m tree) {
+			local(m)["args"] = []any{"https://discord.com/api/webhooks/123456/abcdef"}
+		}, server: "local", field: "args[0]", msg: "Discord webhook"},
+		{name: "arg discordapp webhook", edit: func(m tree) {
+			local(m)["args"] = []any{"https://discordapp.com/api/v10/webhooks/123456/abcdef"}
+		}, server: "local", field: "args[0]", msg: "Discord webhook"},
+		{name: "env url password", edit: func(m tree) { local(m)["env"] = tree{"DATABASE_URL": "postgres://user:pw@db.internal:5432/app"} }, server: "local", field: "env.DATABASE_URL", msg: "password in this URL"},
+		{name: "env url password no user", edit: func(m tree) { local(m)["env"] = tree{"REDIS_URL": "redis://:pw@cache:6379/0"} }, server: "local", field: "env.REDIS_URL", msg: secretHint},
+		{name: "env url password in text", edit: func(m tree) { local(m)["env"] = tree{"DSN": "primary=postgres://a:b@h/d replica=x"} }, server: "local", field: "env.DSN"},
+		{name: "env slack webhook", edit: func(m tree) {
+			local(m)["env"] = tree{"NOTIFY_URL": "https://hooks.slack.com/services/T0000/B0000/XXXXXXXX"}
+		}, server: "local", field: "env.NOTIFY_URL", msg: "Slack webhook"},
+		{name: "env slack workflow", edit: func(m tree) {
+			local(m)["env"] = tree{"NOTIFY_URL": "https://hooks.slack.com/triggers/T0000/123/abc"}
+		}, server: "local", field: "env.NOTIFY_URL", msg: "Slack webhook"},
+		{name: "env discord webhook", edit: func(m tree) {
+			local(m)["env"] = tree{"HOOK": "https://ptb.discord.com/api/webhooks/123/abc"}
+		}, server: "local", field: "env.HOOK", msg: "Discord webhook"},
+		{name: "url slack webhook", edit: func(m tree) { remote(m)["url"] = "https://hooks.slack.com/services/T0000/B0000/XXXXXXXX" }, server: "remote", field: "url", msg: "Slack webhook"},
+		{name: "url discord webhook", edit: func(m tree) { remote(m)["url"] = "https://DISCORD.com/api/webhooks/1/abc" }, server: "remote", field: "url", msg: "Discord webhook"},
+		{name: "header webhook value", edit: func(m tree) {
+			remote(m)["headers"] = tree{"X-Notify": "https://hooks.slack.com/services/T0000/B0000/XXXXXXXX"}
+		}, server: "remote", field: "headers.X-Notify", msg: "Slack webhook"},
 
 		// unknown properties and types
 		{name: "unknown top level", edit: func(m tree) { m["version"] = 1 }, server: "", field: "version", msg: "unknown"},
@@ -454,6 +490,10 @@ func validConfigs() map[string]string {
 		"ordinary args": `{"servers": [{"id": "fs", "transport": "stdio", "command": "npx",
 		  "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/Projects/ClientWebsite2024", "--token-file", "/run/secrets/t", "--no-auth", "--id", "123e4567-e89b-12d3-a456-426614174000"],
 		  "env": {"NODE_ENV": "production", "SSH_AUTH_SOCK": "/run/user/1000/ssh", "PUBLIC_KEY_PATH": "/etc/k.pub", "LANG": "en_US.UTF-8"}}]}`,
+		"ports and plain urls": `{"servers": [{"id": "dk", "transport": "stdio", "command": "docker",
+		  "args": ["run", "-i", "--rm", "-p", "8080:80", "-p", "127.0.0.1:9000:9000/tcp", "-p=3000", "mkdir", "-p", "--port", "5432",
+		    "https://api.slack.com/apps", "https://discord.com/developers/docs", "--url=https://db.example.com:5432/app"],
+		  "env": {"REPO": "ssh://git@github.com/me/repo.git", "DB_URL": "postgres://db.internal:5432/app", "SLACK_DOCS": "https://hooks.slack.com/"}}]}`,
 		"max servers": func() string {
 			var parts []string
 			for i := range MaxServers {
@@ -666,8 +706,11 @@ func TestProblemsNeverContainSecrets(t *testing.T) {
 	c := canary
 	raw := fmt.Sprintf(`{"servers": [
 	  {"id": "s", "transport": "stdio", "command": %[1]q,
-	   "args": ["--token=%[2]s", "--api-key", %[1]q, %[1]q, "GITHUB_TOKEN=%[2]s", "Authorization: Bearer %[2]s", "https://u:%[2]s@x.example/?token=%[2]s"],
-	   "env": {"GITHUB_TOKEN": %[1]q, "LOG_LEVEL": %[1]q, %[1]q: "x"}, %[1]q: 1, "cwd": %[1]q, "artifactDirectory": %[1]q},
+	   "args": ["--token=%[2]s", "--api-key", %[1]q, %[1]q, "GITHUB_TOKEN=%[2]s", "Authorization: Bearer %[2]s", "https://u:%[2]s@x.example/?token=%[2]s",
+	     "-p", "CANARYpw", "--password", "CANARYpw", "--token", "CANARYtk", "--password=CANARYpw", "mysql://u:CANARYpw@h/d",
+	     "https://hooks.slack.com/services/T0/B0/CANARY", "https://discord.com/api/webhooks/1/CANARY"],
+	   "env": {"GITHUB_TOKEN": %[1]q, "LOG_LEVEL": %[1]q, %[1]q: "x", "DB_URL": "postgres://u:CANARYpw@db/app",
+	     "HOOK": "https://hooks.slack.com/services/T0/B0/CANARY", "DHOOK": "https://discordapp.com/api/webhooks/1/CANARY"}, %[1]q: 1, "cwd": %[1]q, "artifactDirectory": %[1]q},
 	  {"id": %[1]q, "transport": "http", "url": "https://user:%[2]s@x.example/mcp/%[2]s?api_key=%[2]s&%[2]s=1#%[2]s",
 	   "headers": {"Authorization": "Bearer %[2]s", "X-Custom": %[1]q, %[1]q: "v", "X-Other": "Bearer %[2]s"},
 	   "oauth": {"issuer": "https://%[2]s@auth.example/?code=%[2]s", "clientMetadataUrl": "http://a:%[2]s@m.example", "clientSecret": %[1]q, "scope": "\u0001%[2]s"},

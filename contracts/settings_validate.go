@@ -164,14 +164,60 @@ func (c *checker) stdio(s *ServerSettings) {
 			c.add(f, "value must not contain a NUL character")
 		case looksLikeCredential(v):
 			c.credential(f, "value")
+		default:
+			c.secretInText(f, v)
 		}
 	}
 }
 
+// secretInText reports a credential carried inside a longer value: a
+// password in a URL (postgres://user:pw@host) or a webhook URL whose path
+// is the secret. It reports whether it found one.
+func (c *checker) secretInText(field, v string) bool {
+	switch {
+	case urlPasswordRE.MatchString(v):
+		c.credential(field, "the password in this URL")
+	case webhookURL(v) != "":
+		c.credential(field, "this "+webhookURL(v)+" webhook URL")
+	default:
+		return false
+	}
+	return true
+}
+
+// urlPasswordRE finds scheme://user:password@ anywhere in a value. A URL
+// with a user name but no password (ssh://git@host) is not a credential.
+var urlPasswordRE = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:[^\s/?#@]+@`)
+
+// webhookRE finds the well-known webhook URLs whose path is their secret
+// (anyone holding one can post): Slack incoming webhooks and workflow
+// triggers, Discord webhooks (discord.com, its ptb and canary hosts, and
+// the older discordapp.com), with or without a scheme.
+var webhookRE = regexp.MustCompile(`(?i)(?:^|[^a-z0-9.-])(?:(hooks\.slack\.com/(?:services|workflows|triggers)/)|((?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/(?:v[0-9]+/)?webhooks/))[^\s/?#]`)
+
+// webhookURL names the service of a webhook URL inside v ("Slack",
+// "Discord"), or returns "".
+func webhookURL(v string) string {
+	m := webhookRE.FindStringSubmatch(v)
+	switch {
+	case m == nil:
+		return ""
+	case m[1] != "":
+		return "Slack"
+	}
+	return "Discord"
+}
+
+// portLikeRE is a value -p commonly takes that is not a password: a port,
+// a port range or a container port mapping ([ip:]host:container[/proto]).
+var portLikeRE = regexp.MustCompile(`^(?:[0-9.]+:|\[[0-9A-Fa-f:.]+\]:)?[0-9]{1,5}(?:-[0-9]{1,5})?(?::[0-9]{1,5}(?:-[0-9]{1,5})?)?(?:/(?:tcp|udp|sctp))?$`)
+
 // args finds NULs and credentials in command arguments: values that look
-// like tokens, --secret-flag=VALUE and --secret-flag VALUE, NAME=VALUE with
-// a secret-looking NAME, "Header: value" lines and URLs carrying
-// credentials.
+// like tokens, passwords in URLs and webhook URLs (anywhere in an
+// argument, flag values included), --secret-flag=VALUE and --secret-flag
+// VALUE (--password, --token, ...), -p VALUE and -p=VALUE (unless VALUE
+// is a port or port mapping), NAME=VALUE with a secret-looking NAME,
+// "Header: value" lines and URLs carrying credentials.
 func (c *checker) args(args []string) {
 	reported := make(map[int]bool)
 	for i, a := range args {
@@ -187,8 +233,24 @@ func (c *checker) args(args []string) {
 			c.credential(f, "argument")
 			continue
 		}
+		if c.secretInText(f, a) {
+			continue
+		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			name, val, hasEq := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if name == "p" && !strings.HasPrefix(a, "--") {
+				// -p is the password flag of mysql, redis-cli and many
+				// more; a port (-p 8080, docker's -p 8080:80) is not.
+				switch {
+				case hasEq && val != "" && !portLikeRE.MatchString(val):
+					c.credential(f, "the value of -p (a password flag)")
+				case !hasEq && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !portLikeRE.MatchString(args[i+1]):
+					next := "args[" + strconv.Itoa(i+1) + "]"
+					c.credential(next, "the value after -p (a password flag)")
+					reported[i+1] = true
+				}
+				continue
+			}
 			if !looksSecretName(name) {
 				continue
 			}
@@ -273,6 +335,8 @@ func (c *checker) remote(s *ServerSettings) {
 			c.add(f, "value must not contain CR, LF or NUL")
 		case looksLikeCredential(v):
 			c.credential(f, "value")
+		default:
+			c.secretInText(f, v)
 		}
 	}
 	if s.OAuth != nil {
@@ -399,6 +463,8 @@ func (c *checker) url(field, raw string, r urlRule) *url.URL {
 		c.add(field, "query parameters %s look like credentials: remove them and store credentials with %q", strings.Join(names, ", "), secretCommand(c.label))
 	} else if queryValueCredential(u.RawQuery) || pathCredential(u) {
 		c.credential(field, "part of the URL")
+	} else if svc := webhookURL(raw); svc != "" {
+		c.credential(field, "this "+svc+" webhook URL")
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
@@ -421,7 +487,8 @@ func (c *checker) url(field, raw string, r urlRule) *url.URL {
 
 // urlHasCredential reports the URL credentials that url() rejects.
 func urlHasCredential(u *url.URL) bool {
-	return u.User != nil || len(secretQueryNames(u.RawQuery)) > 0 || queryValueCredential(u.RawQuery) || pathCredential(u)
+	return u.User != nil || len(secretQueryNames(u.RawQuery)) > 0 || queryValueCredential(u.RawQuery) || pathCredential(u) ||
+		webhookURL(u.String()) != ""
 }
 
 // secretQueryNames returns the names of query parameters that look like

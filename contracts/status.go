@@ -63,6 +63,17 @@ type ServerStatus struct {
 	Credentials string `json:"credentials,omitempty"`
 	// CredentialGeneration counts changes to the server's credentials.
 	CredentialGeneration uint64 `json:"credentialGeneration,omitempty"`
+	// Dropped counts what the server sent unasked past its budgets and
+	// pikod dropped, since pikod started or the server's settings last
+	// changed; absent when nothing was dropped.
+	Dropped *DroppedCounts `json:"dropped,omitempty"`
+}
+
+// DroppedCounts are a server's messages dropped over budget: log messages
+// (notifications/message) and every other notification.
+type DroppedCounts struct {
+	Notifications uint64 `json:"notifications"`
+	LogMessages   uint64 `json:"logMessages"`
 }
 
 // ServerInfo is the name and version a server reported about itself.

@@ -204,7 +204,8 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	} else {
 		var rerr error
 		if rec, rerr = d.ledger.AddReceipt(rec); rerr != nil {
-			d.log.Error().Err(rerr).Msg("writing a receipt")
+			d.log.Error().Err(rerr).Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).
+				Str("action", ex.actionID).Str("status", res.Status).Msg("writing a receipt failed; the call has no receipt")
 		}
 	}
 	res.ReceiptID = rec.ID

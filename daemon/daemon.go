@@ -23,9 +23,6 @@ import (
 // lock before concluding another daemon owns the instance.
 const DBLockTimeout = time.Second
 
-// metaVaultBackend records the backend "auto" chose, so it stays chosen.
-const metaVaultBackend = "vault_backend"
-
 // Config is what Run needs; cmd/pikod fills it from flags and environment.
 type Config struct {
 	Instance   string
@@ -126,7 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// credentials never seem to vanish because a keyring was unreachable
 	// one morning. An explicit --vault overrides it.
 	backend := cfg.Vault
-	pinned, err := db.Meta(metaVaultBackend)
+	pinned, err := db.Meta(approvals.MetaVaultBackend)
 	if err != nil {
 		return fmt.Errorf("reading the vault backend in use: %w", err)
 	}
@@ -150,7 +147,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 	if v.Backend() != pinned {
-		if err := db.SetMeta(metaVaultBackend, v.Backend()); err != nil {
+		if err := db.SetMeta(approvals.MetaVaultBackend, v.Backend()); err != nil {
 			return fmt.Errorf("recording the vault backend in use: %w", err)
 		}
 	}
@@ -167,7 +164,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d.gate = gate
 
-	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now)
+	// The ledger logs what crash recovery settled and receipts it could
+	// not store.
+	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now,
+		approvals.WithLogger(log.With().Str("component", "ledger").Logger()))
 	if err != nil {
 		return fmt.Errorf("opening the action ledger: %w", err)
 	}

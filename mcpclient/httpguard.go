@@ -115,9 +115,11 @@ type GuardConfig struct {
 	// "the origin": the only place headers go and the only place
 	// AllowPrivateNetwork applies.
 	URL string
-	// AllowPrivateNetwork lets requests for exactly the origin use http and
-	// reach non-public addresses. Every other origin stays https-only and
-	// public-only.
+	// AllowPrivateNetwork lets requests for exactly the origin reach
+	// non-public addresses, and use plaintext http as long as every address
+	// the host resolves to is non-public (loopback, private, link-local):
+	// http never goes to a public address. Every other origin stays
+	// https-only and public-only.
 	AllowPrivateNetwork bool
 	// Headers are set on every request for the origin, replacing a value the
 	// caller set for the same name; they are removed from requests for any
@@ -309,11 +311,19 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// dialPolicyKey carries, in a request's context, whether its connection may
-// reach non-public addresses. The transport keeps context values for the
-// dial, and pools connections by (scheme, host:port), so a connection dialled
-// under the exception only ever serves requests for the same origin.
+// dialPolicyKey carries, in a request's context, its dialPolicy. The
+// transport keeps context values for the dial, and pools connections by
+// (scheme, host:port), so a connection dialled under the exception only ever
+// serves requests for the same origin and scheme.
 type dialPolicyKey struct{}
+
+// dialPolicy is what a request's connection may reach.
+type dialPolicy struct {
+	// allowPrivate: non-public addresses too (allowPrivateNetwork, origin).
+	allowPrivate bool
+	// plaintext: the request is http, so no address may be public.
+	plaintext bool
+}
 
 // sameOrigin reports whether u is the configured origin: the header and
 // allowPrivateNetwork decision.
@@ -343,7 +353,8 @@ func (g *guard) prepare(req *http.Request) (*http.Request, error) {
 	default:
 		return nil, &guardError{fmt.Sprintf("refusing %s: scheme %q is not allowed, only https", withoutQuery(req.URL.String()), req.URL.Scheme), ErrNotHTTPS}
 	}
-	out := req.Clone(context.WithValue(req.Context(), dialPolicyKey{}, allowPrivate))
+	policy := dialPolicy{allowPrivate: allowPrivate, plaintext: strings.EqualFold(req.URL.Scheme, "http")}
+	out := req.Clone(context.WithValue(req.Context(), dialPolicyKey{}, policy))
 	for k, v := range g.headers {
 		if same {
 			out.Header[k] = append([]string(nil), v...)
@@ -408,8 +419,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 func (g *guard) CloseIdleConnections() { g.inner.CloseIdleConnections() }
 
 // dialContext resolves host once, refuses the connection if any address is
-// not public (unless the request's policy allows it), and dials the vetted
-// addresses themselves so no second lookup can answer differently.
+// not public (unless the request's policy allows it) or, for plaintext http,
+// if any address is public, and dials the vetted addresses themselves so no
+// second lookup can answer differently.
 func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -419,7 +431,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, fmt.Errorf("dialing %q: bad port: %w", addr, contracts.ErrInvalidArgument)
 	}
-	allowPrivate, _ := ctx.Value(dialPolicyKey{}).(bool)
+	policy, _ := ctx.Value(dialPolicyKey{}).(dialPolicy)
 
 	ips, err := g.resolve(ctx, host)
 	if err != nil {
@@ -427,13 +439,21 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		return nil, err
 	}
 	for _, ip := range ips {
-		if public, why := classifyAddr(ip); !public && !allowPrivate {
+		public, why := classifyAddr(ip)
+		switch {
+		case !public && !policy.allowPrivate:
 			hint := "set allowPrivateNetwork for this server to allow its own origin"
 			if g.allowPrivate {
 				hint = "allowPrivateNetwork covers only this server's own origin " + g.origin.String()
 			}
 			setupFailed(ctx)
 			return nil, &guardError{fmt.Sprintf("refusing to connect to %s (%s) for host %q: %s", ip, why, host, hint), ErrBlockedAddress}
+		case public && policy.plaintext:
+			// prepare lets http through only under allowPrivateNetwork,
+			// which is for LAN and loopback endpoints: in plaintext on
+			// the internet, anyone on the path reads and rewrites it.
+			setupFailed(ctx)
+			return nil, &guardError{fmt.Sprintf("refusing plaintext http to %s (public) for host %q: allowPrivateNetwork allows http only to loopback and private addresses; use https for a public endpoint", ip, host), ErrNotHTTPS}
 		}
 	}
 	var errs []error

@@ -280,6 +280,71 @@ func TestGuardEveryAddressChecked(t *testing.T) {
 	}
 }
 
+// TestGuardPlaintextNeverPublic: allowPrivateNetwork lets the origin use
+// http only while every address it resolves to is loopback or private; a
+// public address (literal, resolved, or one of several) is refused before
+// any dial, and https to the same public address is still allowed.
+func TestGuardPlaintextNeverPublic(t *testing.T) {
+	lan := newAcceptCounter(t, "127.0.0.1:0")
+	res := newGuardResolver(map[string][]any{
+		"public.test":  {[]string{"93.184.215.14"}},
+		"public6.test": {[]string{"2606:4700:4700::1111"}},
+		"mixed.test":   {[]string{"127.0.0.1", "8.8.8.8"}},
+		"lan.test":     {[]string{"127.0.0.1"}},
+		"mapped.test":  {[]string{"::ffff:8.8.4.4"}},
+	})
+	for _, tt := range []struct {
+		url, ip string
+	}{
+		{"http://1.1.1.1/mcp", "1.1.1.1"},
+		{"http://[2606:4700::1111]:8080/mcp", "2606:4700::1111"},
+		{"http://public.test/mcp", "93.184.215.14"},
+		{"http://public6.test/mcp", "2606:4700:4700::1111"},
+		{"http://mixed.test:" + lan.port() + "/mcp", "8.8.8.8"},
+		{"http://mapped.test/mcp", "8.8.4.4"}, // the resolver gives IPv4 answers as IPv4
+	} {
+		dc := &dialCounter{t: t}
+		c := newGuardTestClient(t, GuardConfig{URL: tt.url, AllowPrivateNetwork: true, Resolver: res, dial: dc.dial})
+		_, err := guardGet(c, tt.url, nil)
+		if !errors.Is(err, ErrNotHTTPS) || !errors.Is(err, contracts.ErrPermissionDenied) {
+			t.Fatalf("%s: err = %v, want ErrNotHTTPS", tt.url, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "refusing plaintext http to "+tt.ip+" (public)") ||
+			!strings.Contains(msg, "only to loopback and private addresses") {
+			t.Errorf("%s: err = %q, want it to name %s as public and the rule", tt.url, msg, tt.ip)
+		}
+		if u := (*unsentError)(nil); !errors.As(err, &u) {
+			t.Errorf("%s: the refusal is not marked as not sent: %v", tt.url, err)
+		}
+		if n := dc.count(); n != 0 {
+			t.Errorf("%s: dialled %v, want nothing", tt.url, dc.addrs)
+		}
+	}
+	if n := lan.accepts(); n != 0 {
+		t.Errorf("a host with one public address among its answers got %d connections, want 0", n)
+	}
+
+	// Loopback and private stay reachable in plaintext, and https to a
+	// public address under the same exception is the ordinary case.
+	ok := newOriginServer(t, "", false)
+	for _, u := range []string{ok.URL + "/mcp", strings.Replace(ok.URL, "127.0.0.1", "lan.test", 1) + "/mcp"} {
+		c := newGuardTestClient(t, GuardConfig{URL: u, AllowPrivateNetwork: true, Resolver: res, dial: (&dialCounter{t: t}).dial})
+		resp, err := guardGet(c, u, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		resp.Body.Close()
+	}
+	dc := &dialCounter{t: t}
+	c := newGuardTestClient(t, GuardConfig{URL: "https://public.test/mcp", AllowPrivateNetwork: true, Resolver: res, dial: dc.dial})
+	if _, err := guardGet(c, "https://public.test/mcp", nil); errors.Is(err, ErrNotHTTPS) || errors.Is(err, ErrBlockedAddress) {
+		t.Errorf("https to a public address with allowPrivateNetwork: err = %v, want it dialled", err)
+	}
+	if dc.count() != 1 || dc.addrs[0] != "93.184.215.14:443" {
+		t.Errorf("https to a public address dialled %v, want 93.184.215.14:443", dc.addrs)
+	}
+}
+
 // originServer serves the paths the allowPrivateNetwork tests need and
 // records what each request carried.
 type originServer struct {
@@ -589,7 +654,7 @@ func TestGuardHeaderDecision(t *testing.T) {
 		if got := out.Header.Get("Accept-Encoding"); got != "identity" {
 			t.Errorf("prepare(%q): Accept-Encoding = %q, want identity", tt.url, got)
 		}
-		if allow, _ := out.Context().Value(dialPolicyKey{}).(bool); allow {
+		if policy, _ := out.Context().Value(dialPolicyKey{}).(dialPolicy); policy.allowPrivate {
 			t.Errorf("prepare(%q): private dial allowed without allowPrivateNetwork", tt.url)
 		}
 		if got := req.Header.Get("X-Api-Key"); got != "from-caller" {
@@ -627,8 +692,12 @@ func TestGuardHeaderDecision(t *testing.T) {
 			}
 			continue
 		}
-		if a, _ := out.Context().Value(dialPolicyKey{}).(bool); a != tt.privateDial {
-			t.Errorf("lan prepare(%q): private dial = %v, want %v", tt.url, a, tt.privateDial)
+		policy, _ := out.Context().Value(dialPolicyKey{}).(dialPolicy)
+		if policy.allowPrivate != tt.privateDial {
+			t.Errorf("lan prepare(%q): private dial = %v, want %v", tt.url, policy.allowPrivate, tt.privateDial)
+		}
+		if want := strings.HasPrefix(tt.url, "http:"); policy.plaintext != want {
+			t.Errorf("lan prepare(%q): plaintext = %v, want %v", tt.url, policy.plaintext, want)
 		}
 	}
 }

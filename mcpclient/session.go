@@ -35,6 +35,10 @@ type session struct {
 	generation uint64     // of the last successful connect; see Supervisor.nextGeneration
 	lastProc   *Process   // for pid, exit status and stderr after a failure
 	stopped    bool       // the session was removed; it never connects again
+
+	// dropped counts, per budget, the messages its connections dropped
+	// over budget, for the session's whole life.
+	dropped [noiseKinds]atomic.Uint64
 }
 
 type setupCall struct {
@@ -75,6 +79,8 @@ type conn struct {
 
 	// progress routes notifications/progress to the calls in flight.
 	progress progressRoutes
+	// noise meters what the server sends unasked against its budgets.
+	noise *noise
 }
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
@@ -274,6 +280,9 @@ func (s *session) status() contracts.ServerStatus {
 		st.CatalogProblem = cat.Problem
 		st.ChangedTools = changedTools(cat)
 	}
+	if n, l := s.dropped[noiseNotification].Load(), s.dropped[noiseLog].Load(); n+l > 0 {
+		st.Dropped = &contracts.DroppedCounts{Notifications: n, LogMessages: l}
+	}
 	if proc != nil {
 		st.StderrTail = proc.StderrTail()
 		if s.conn != nil {
@@ -308,7 +317,8 @@ func (s *session) dial(ctx context.Context) (*conn, error) {
 func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn, error) {
 	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
 	life, cancel := context.WithCancel(s.sup.ctx)
-	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{})}
+	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{}),
+		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -503,13 +513,25 @@ func (c *conn) explain(err error) error {
 }
 
 // watch owns the connection's background work: it ends the connection when
-// the process exits and re-discovers the catalog after list_changed.
+// the process exits and re-discovers the catalog after list_changed. A
+// re-discovery waits while the server is over a notification budget: one
+// runs once it is back under (or never, when the flood ends the
+// connection), however many list_changed it sent meanwhile.
 func (c *conn) watch() {
 	defer c.wg.Done()
 	var exited <-chan struct{}
 	if c.proc != nil {
 		exited = c.proc.Done()
 	}
+	var (
+		retry   *time.Timer
+		retryCh <-chan time.Time
+	)
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -518,28 +540,65 @@ func (c *conn) watch() {
 			c.s.lostConn(c, "the server process exited ("+c.proc.ExitStatus()+")", contracts.StateFailed)
 			return
 		case <-c.changed:
-			cat := discover(c.ctx, c.fetchPage, &c.s.cfg, c.caps, c.s.sup.opts.Limits)
-			if c.ctx.Err() != nil {
-				return
-			}
-			c.publish(cat)
-			c.s.log.Info().Int("tools", len(cat.Tools)).Bool("complete", cat.Complete).Msg("catalog re-discovered after list_changed")
+		case <-retryCh:
+			retryCh = nil
 		}
+		if c.ctx.Err() != nil {
+			return
+		}
+		if c.noise.over(time.Now()) {
+			if retryCh == nil {
+				retry = time.NewTimer(budgetQuietGap)
+				retryCh = retry.C
+			}
+			continue
+		}
+		if retryCh != nil {
+			// A change arrived while a deferred one was pending: this
+			// re-discovery serves both.
+			retry.Stop()
+			retryCh = nil
+		}
+		cat := discover(c.ctx, c.fetchPage, &c.s.cfg, c.caps, c.s.sup.opts.Limits)
+		if c.ctx.Err() != nil {
+			return
+		}
+		c.publish(cat)
+		c.s.log.Info().Int("tools", len(cat.Tools)).Bool("complete", cat.Complete).Msg("catalog re-discovered after list_changed")
 	}
 }
 
-// onNotification runs on the transport's reader: it only signals.
+// onNotification runs on the transport's reader: it only counts and
+// signals, never blocks. Only what the budgets admit goes any further
+// (progress routing, a catalog refetch, and whatever else keeps what a
+// server sends, such as a log ring). Past a budget a notification is
+// dropped; a
+// dropped list_changed still leaves a re-discovery pending (watch runs it
+// once the server is back under budget), so no change is lost. A server
+// over budget for too long is disconnected from here.
 func (c *conn) onNotification(n mcp.JSONRPCNotification) {
+	now := time.Now()
+	ok, trip := c.noise.admit(noiseOf(n.Method), notificationSize(n), now)
+	if trip != "" {
+		c.s.lostConn(c, trip+" (pikod does not reconnect by itself: fix the server, then 'pikoctl mcp connect "+c.s.cfg.ID+"')", contracts.StateFailed)
+		return
+	}
 	switch n.Method {
 	case string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged),
 		string(mcp.MethodNotificationPromptsListChanged):
-		c.invalidateCatalog()
+		if ok && !c.noise.over(now) {
+			// Catalog requests wait for the re-discovery; not while the
+			// server floods, which defers it.
+			c.invalidateCatalog()
+		}
 		select {
 		case c.changed <- struct{}{}:
 		default: // a re-discovery is already pending
 		}
 	case string(mcp.MethodNotificationProgress):
-		c.progress.route(n.Params)
+		if ok {
+			c.progress.route(n.Params)
+		}
 	}
 }
 

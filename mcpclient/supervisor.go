@@ -45,6 +45,9 @@ type Options struct {
 	// not pinned (every granted tool keeps its grant whatever its
 	// definition).
 	Pins Pins
+	// Budgets bound the notifications and log messages each server sends
+	// unasked; zero fields take the defaults (see Budgets).
+	Budgets Budgets
 }
 
 // Credentials are one server's private values, added after the settings'

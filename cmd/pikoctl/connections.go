@@ -171,6 +171,9 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	if s.LastError != "" {
 		fmt.Fprintf(w, "last error: %s\n", clean(s.LastError))
 	}
+	if d := s.Dropped; d != nil {
+		fmt.Fprintf(w, "dropped:    %d notifications, %d log messages (over the server's budgets)\n", d.Notifications, d.LogMessages)
+	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "note:       %s\n", clean(n))
 	}
