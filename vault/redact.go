@@ -61,6 +61,9 @@ func Unprotectable(v string) string {
 //     each level decodes JSON escapes and %XX (either hex case) at once;
 //   - form-encoded: a space may be written as '+'.
 //
+// A value that holds an escape or %XX itself is also looked for as the
+// levels decode it (spellings).
+//
 // Values for which Unprotectable gives a reason are ignored. A string that
 // still holds a secret after maxRounds replacements is replaced whole.
 type Redactor struct {
@@ -215,12 +218,11 @@ func newMatcher(values []string) *matcher {
 		}
 	}
 	for _, v := range values {
-		if Unprotectable(v) != "" {
-			continue
-		}
-		add(v)
-		if strings.Contains(v, " ") {
-			add(strings.ReplaceAll(v, " ", "+")) // form encoding
+		for _, f := range spellings(v) {
+			add(f)
+			if strings.Contains(f, " ") {
+				add(strings.ReplaceAll(f, " ", "+")) // form encoding
+			}
 		}
 	}
 	if len(m.pats) == 0 {
@@ -239,6 +241,29 @@ func newMatcher(values []string) *matcher {
 }
 
 func hash4(k uint32) uint32 { return (k * 2654435761) >> 16 }
+
+// spellings returns v and what the levels make of it: a value that holds
+// an escape or %XX itself ("a%41b", "x\\ny") is decoded along with the
+// text around it once it sits a level deeper, so its decoded spellings
+// are searched too (those Unprotectable accepts). Nil when v itself
+// cannot be protected.
+func spellings(v string) []string {
+	if Unprotectable(v) != "" {
+		return nil
+	}
+	out := []string{v}
+	for lvl, cur := 0, v; lvl < maxLevels; lvl++ {
+		b, _, _ := decodeLevel([]byte(cur), false)
+		if string(b) == cur {
+			break
+		}
+		cur = string(b)
+		if Unprotectable(cur) == "" {
+			out = append(out, cur)
+		}
+	}
+	return out
+}
 
 // any reports whether b contains a pattern.
 func (m *matcher) any(b []byte) bool {
@@ -478,22 +503,23 @@ func replaceSpans(b []byte, spans [][2]int) []byte {
 func unquote(raw []byte, withMap bool) (out []byte, lo, hi []int32) {
 	out = make([]byte, 0, len(raw))
 	if !withMap {
+		start := 0
 		for i := 0; i < len(raw); {
-			j := bytes.IndexByte(raw[i:], '\\')
-			if j < 0 {
-				return append(out, raw[i:]...), nil, nil
+			if raw[i] != '\\' {
+				i++
+				continue
 			}
-			out = append(out, raw[i:i+j]...)
-			i += j
+			out = append(out, raw[start:i]...)
 			if r, n := jsonEscape(raw[i:]); n > 0 {
-				out = utf8.AppendRune(out, r)
+				out = appendRune(out, r)
 				i += n
 			} else {
 				out = append(out, '\\')
 				i++
 			}
+			start = i
 		}
-		return out, nil, nil
+		return append(out, raw[start:]...), nil, nil
 	}
 	{
 		lo, hi = make([]int32, len(raw)), make([]int32, len(raw))
@@ -527,6 +553,32 @@ func unquote(raw []byte, withMap bool) (out []byte, lo, hi []int32) {
 // came from.
 func decodeLevel(b []byte, withMap bool) (out []byte, lo, hi []int32) {
 	out = make([]byte, 0, len(b))
+	if !withMap {
+		start := 0
+		for i := 0; i < len(b); {
+			c := b[i]
+			switch {
+			case c == '\\':
+				out = append(out, b[start:i]...)
+				if r, n := jsonEscape(b[i:]); n > 0 {
+					out = appendRune(out, r)
+					i += n
+				} else {
+					out = append(out, c)
+					i++
+				}
+				start = i
+			case c == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]):
+				out = append(out, b[start:i]...)
+				out = append(out, unhex(b[i+1])<<4|unhex(b[i+2]))
+				i += 3
+				start = i
+			default:
+				i++
+			}
+		}
+		return append(out, b[start:]...), nil, nil
+	}
 	if withMap {
 		lo, hi = make([]int32, 0, len(b)), make([]int32, 0, len(b))
 	}
@@ -597,6 +649,14 @@ func jsonEscape(b []byte) (r rune, n int) {
 		return utf8.RuneError, 6
 	}
 	return r, 6
+}
+
+// appendRune is utf8.AppendRune with a fast path for ASCII.
+func appendRune(b []byte, r rune) []byte {
+	if r < utf8.RuneSelf {
+		return append(b, byte(r))
+	}
+	return utf8.AppendRune(b, r)
 }
 
 func hex4(b []byte) (rune, bool) {

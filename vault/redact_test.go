@@ -270,7 +270,14 @@ func slowLevel(s string) string {
 func occursIn(secrets []string, doc []byte) bool {
 	var forms []string
 	for _, s := range secrets {
-		forms = append(forms, s, strings.ReplaceAll(s, " ", "+"))
+		// The value, and what the levels make of a value that holds
+		// escapes itself.
+		for lvl, cur := 0, s; lvl <= maxLevels; lvl, cur = lvl+1, slowLevel(cur) {
+			if lvl > 0 && Unprotectable(cur) != "" {
+				continue
+			}
+			forms = append(forms, cur, strings.ReplaceAll(cur, " ", "+"))
+		}
 	}
 	has := func(text string) bool {
 		for _, f := range forms {
@@ -411,7 +418,10 @@ func FuzzRedactJSON(f *testing.F) {
 		if !occursIn([]string{secret}, doc) && !bytes.Equal(out, doc) {
 			t.Fatalf("JSON(%s) = %s changed a document without the secret", doc, out)
 		}
-		if plant && !bytes.Contains(out, []byte(Redacted)) {
+		// Planting works: the forms encodeForm makes are ones the levels
+		// decode, except when a value's own escapes decode into fewer
+		// than MinRedactChars characters (not protected, documented).
+		if plant && occursIn([]string{secret}, doc) && !bytes.Contains(out, []byte(Redacted)) {
 			t.Fatalf("JSON(%s) = %s: the planted secret was not replaced", doc, out)
 		}
 		// Text on a decoded string holds the same promise.
