@@ -69,8 +69,11 @@ check: ## gofmt, go vet and staticcheck
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for 30s
-	$(GO) test ./contracts -run '^$$' -fuzz FuzzParseMCPSettings -fuzztime 30s
-	$(GO) test ./rpc -run '^$$' -fuzz . -fuzztime 30s
+	$(GO) test ./contracts -run '^$$' -fuzz '^FuzzParseMCPSettings$$' -fuzztime 30s
+	$(GO) test ./contracts -run '^$$' -fuzz '^FuzzSafeText$$' -fuzztime 30s
+	$(GO) test ./vault -run '^$$' -fuzz '^FuzzRedactJSON$$' -fuzztime 30s
+	$(GO) test ./rpc -run '^$$' -fuzz '^FuzzFrameReader$$' -fuzztime 30s
+	$(GO) test ./rpc -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime 30s
 
 .PHONY: clean
 clean: ## remove built binaries

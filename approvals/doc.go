@@ -99,6 +99,13 @@
 // At OpenLedger a dispatched action becomes uncertain (never re-sent) and
 // an approved one failed (provably never sent).
 //
+// Redaction happens before approvals sees anything: the daemon passes the
+// vault's redactor over a result before Put and Preview, and over a
+// receipt's error, a tool description and a pinned definition before they
+// are stored, so every cut made here (a preview's text budget, a
+// source.read window) cuts text that holds no secret. approvals therefore
+// takes no redactor of its own.
+//
 // Retained sources: the exact (redacted) JSON of every executed call's
 // result is a file STATE/sources/<source id> (directory 0700, files 0600,
 // written to a temporary file, fsynced and renamed before its metadata

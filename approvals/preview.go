@@ -79,6 +79,10 @@ const readWhole = "read the complete original result with source.read at origina
 // {"_omitted": "N bytes; read the complete original result ..."}.
 // Blocks and fields within the limits are passed through byte for byte.
 //
+// result must already be redacted (the daemon redacts before it calls
+// Preview): the cuts here would otherwise leave pieces of a secret that
+// redaction can no longer recognise.
+//
 // truncated reports that anything was cut or replaced. A result that is
 // not a JSON object, or whose content is not an array or whose isError is
 // not a boolean, is an error.

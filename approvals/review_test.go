@@ -1,54 +1,32 @@
 package approvals
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
-func TestVisibleText(t *testing.T) {
-	tests := []struct {
-		in, want string
-		lines    bool
-	}{
-		{"plain text", "plain text", false},
-		{"\x1b[31mred\x1b[0m", `\u{001B}[31mred\u{001B}[0m`, false},
-		{"\x1b]0;title\x07x", `\u{001B}]0;title\u{0007}x`, false},
-		{"\u009b31m", `\u{009B}31m`, false},             // C1 CSI
-		{"abc\u202Edcba", `abc\u{202E}dcba`, false},     // right-to-left override
-		{"a\u2066b\u2069", `a\u{2066}b\u{2069}`, false}, // isolates
-		{"zero\u200Bwidth\u200D\uFEFF", `zero\u{200B}width\u{200D}\u{FEFF}`, false},
-		{"line\nnext\ttab", `line\u{000A}next\u{0009}tab`, false},
-		{"line\nnext\ttab", "line\nnext\ttab", true},
-		{"para\u2029sep", `para\u{2029}sep`, true},
-		{`a\u{202E}b`, `a\\u{202E}b`, false}, // a literal lookalike stays distinguishable
-		{"bad\xffbyte", `bad\x{FF}byte`, false},
-		{"日本語 é 🙂", "日本語 é 🙂", false},
-		{"hangul\u3164filler", `hangul\u{3164}filler`, false},
-	}
-	for _, tt := range tests {
-		if got := VisibleText(tt.in, tt.lines); got != tt.want {
-			t.Errorf("VisibleText(%q, %v) = %q, want %q", tt.in, tt.lines, got, tt.want)
-		}
-	}
-}
-
-func FuzzVisibleText(f *testing.F) {
-	for _, s := range []string{"", "\x1b[2J", "a\u202Eb", "\xff\xfe", "\u200B", "x\ny"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := VisibleText(s, false)
-		if !utf8.ValidString(out) {
-			t.Fatalf("VisibleText(%q) is not valid UTF-8", s)
-		}
-		for _, r := range out {
-			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u202E' || r == '\u200B' {
-				t.Fatalf("VisibleText(%q) = %q still holds %U", s, out, r)
-			}
-		}
-		if strings.ContainsRune(s, '\\') && !strings.Contains(out, `\\`) {
-			t.Fatalf("VisibleText(%q) = %q: backslash not escaped", s, out)
-		}
+// TestReviewShowsHiddenCharacters: what the owner reads before approving
+// renders every character that could hide or reorder text, in the name,
+// the description and the arguments, and keeps the description's lines.
+func TestReviewShowsHiddenCharacters(t *testing.T) {
+	r := Review(Action{
+		Server: "fx", Tool: "del\u202Eete\n", State: "prepared",
+		ToolDescription: "first line\n\x1b[2Jsecond line",
+		Arguments:       json.RawMessage("{\"path\":\"a\u200Bb\",\"x\":1}"),
 	})
+	for what, s := range map[string]string{"tool name": r.ToolName, "summary tool": r.Tool, "description": r.ToolDescription, "arguments": r.ArgumentsText} {
+		if strings.ContainsAny(s, "\u202E\u200B\x1b") {
+			t.Errorf("%s %q holds a hidden character", what, s)
+		}
+	}
+	if r.ToolName != `del\u{202E}ete\u{000A}` {
+		t.Errorf("tool name %q", r.ToolName)
+	}
+	if r.ToolDescription != "first line\n\\u{001B}[2Jsecond line" {
+		t.Errorf("description %q", r.ToolDescription)
+	}
+	if !strings.Contains(r.ArgumentsText, `a\u{200B}b`) || !strings.Contains(r.ArgumentsText, "\n") {
+		t.Errorf("arguments text %q", r.ArgumentsText)
+	}
 }

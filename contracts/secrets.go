@@ -23,13 +23,18 @@ type SecretParams struct {
 // Generation is the server's new credential generation: actions prepared
 // under an older one can no longer be approved. ReconnectRequired is true
 // when the server is connected with the old credentials: they take effect
-// after 'pikoctl mcp disconnect' and 'connect'.
+// after 'pikoctl mcp disconnect' and 'connect'. Unprotected names the
+// fields stored with a value redaction cannot protect (shorter than 6
+// characters): they are used, but may appear in output; Warning says so
+// in a sentence.
 type SecretResult struct {
 	Server            string   `json:"server"`
 	Fields            []string `json:"fields"`
 	Cleared           bool     `json:"cleared"`
 	Generation        uint64   `json:"generation"`
 	ReconnectRequired bool     `json:"reconnectRequired"`
+	Unprotected       []string `json:"unprotected,omitempty"`
+	Warning           string   `json:"warning,omitempty"`
 }
 
 // VaultUnlockParams is the params of vault.unlock: the passphrase of a

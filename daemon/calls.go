@@ -61,7 +61,8 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	if err != nil {
 		return nil, err
 	}
-	a, err := d.ledger.Prepare(server, tool.OriginalName, args, tool.Description, fp)
+	// The description is the server's text, kept in pikod.db for review.
+	a, err := d.ledger.Prepare(server, tool.OriginalName, args, d.red.Text(tool.Description), fp)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,8 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		res.Error = d.redactError(err)
 		reason = res.Error.Message
 	default:
-		text := d.redact(out.Result)
+		// Redacted before it is retained or previewed: every cut comes after.
+		text := d.red.JSON(out.Result)
 		put := d.sources.Put
 		if ex.kind == contracts.ReceiptRead {
 			// A read's record may trail by milliseconds; effects never do.
@@ -193,11 +195,11 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	// Receipts are kept for good and listed to anyone on the socket:
 	// every string a server could have influenced is redacted here.
 	rec := approvals.Receipt{
-		Kind: ex.kind, Server: ex.server, Tool: string(d.redact([]byte(ex.tool))), ArgumentsDigest: digestOf(ex.args),
+		Kind: ex.kind, Server: ex.server, Tool: d.red.Text(ex.tool), ArgumentsDigest: digestOf(ex.args),
 		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent,
 	}
 	if res.Error != nil {
-		rec.Error = string(d.redact([]byte(res.Error.Message)))
+		rec.Error = d.red.Text(res.Error.Message)
 	}
 	if ex.kind == contracts.ReceiptRead {
 		rec = d.ledger.AddReceiptAsync(rec)
@@ -252,22 +254,15 @@ func digestOf(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// redact removes known credential values from bytes leaving the daemon.
-func (d *daemon) redact(b []byte) []byte {
-	if d.redactor == nil {
-		return b
-	}
-	return d.redactor.Redact(b)
-}
-
+// redactError is err for a result or a receipt, its messages redacted.
 func (d *daemon) redactError(err error) *contracts.Error {
 	e := *contracts.ToError(err)
-	e.Message = string(d.redact([]byte(e.Message)))
+	e.Message = d.red.Text(e.Message)
 	if e.Data != nil {
 		data := *e.Data
 		if data.Upstream != nil {
 			u := *data.Upstream
-			u.Message = string(d.redact([]byte(u.Message)))
+			u.Message = d.red.Text(u.Message)
 			data.Upstream = &u
 		}
 		e.Data = &data

@@ -7,19 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
-	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 	"github.com/pikod/pikod/vault"
+	"github.com/rs/zerolog"
 )
 
 // credRecord is one server's private credentials as stored in the vault,
@@ -34,20 +32,57 @@ type credRecord struct {
 
 func (r *credRecord) values() []string {
 	var out []string
-	for _, v := range r.Env {
-		out = append(out, v)
-	}
-	for _, v := range r.Headers {
-		out = append(out, v)
-		// "Bearer TOKEN": the token alone must be found too.
-		if _, tok, ok := strings.Cut(v, " "); ok {
-			out = append(out, tok)
-		}
-	}
-	if r.OAuthClientSecret != "" {
-		out = append(out, r.OAuthClientSecret)
+	for _, vs := range r.fieldValues() {
+		out = append(out, vs...)
 	}
 	return out
+}
+
+// fieldValues maps each field (env.NAME, headers.NAME,
+// oauthClientSecret) to the values redaction looks for.
+func (r *credRecord) fieldValues() map[string][]string {
+	out := map[string][]string{}
+	for k, v := range r.Env {
+		out["env."+k] = []string{v}
+	}
+	for k, v := range r.Headers {
+		vs := []string{v}
+		// "Bearer TOKEN": the token alone must be found too.
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			vs = append(vs, tok)
+		}
+		out["headers."+k] = vs
+	}
+	if r.OAuthClientSecret != "" {
+		out["oauthClientSecret"] = []string{r.OAuthClientSecret}
+	}
+	return out
+}
+
+// unprotected returns the fields (sorted) with a value redaction cannot
+// protect (vault.Unprotectable): stored and used, but not kept out of
+// output.
+func (r *credRecord) unprotected() []string {
+	var out []string
+	for field, vs := range r.fieldValues() {
+		for _, v := range vs {
+			if vault.Unprotectable(v) != "" {
+				out = append(out, field)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unprotectedWarning says what a list of unprotected fields means.
+func unprotectedWarning(fields []string) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: a value shorter than %d characters cannot be protected in output: pikod stores and uses it, "+
+		"but results, errors, status and logs may show it; use a longer secret", strings.Join(fields, ", "), vault.MinRedactChars)
 }
 
 func (r *credRecord) empty() bool {
@@ -94,94 +129,12 @@ func identity(s *contracts.ServerSettings) string {
 
 func vaultName(server string) string { return "server/" + server }
 
-// Redaction is the set of known credential values, shared by the daemon
-// (results, errors, the socket) and cmd/pikod (the log writers).
-type Redaction struct {
-	set atomic.Pointer[approvals.Secrets]
-	// held is the set built from heldValues: secrets that are in memory
-	// only for one request (approval passphrases).
-	held atomic.Pointer[approvals.Secrets]
-
-	// hmu guards heldValues (value → holders).
-	hmu        sync.Mutex
-	heldValues map[string]int
-}
-
-// NewRedaction returns an empty redaction set.
-func NewRedaction() *Redaction { return &Redaction{} }
-
-// Redact removes every known credential value from b.
-func (r *Redaction) Redact(b []byte) []byte {
-	if r == nil {
-		return b
-	}
-	if s := r.set.Load(); s != nil {
-		b = s.Redact(b)
-	}
-	if s := r.held.Load(); s != nil {
-		b = s.Redact(b)
-	}
-	return b
-}
-
-// Hold adds v to the redaction set until release is called (once or more).
-func (r *Redaction) Hold(v string) (release func()) {
-	if r == nil || v == "" {
-		return func() {}
-	}
-	r.hmu.Lock()
-	if r.heldValues == nil {
-		r.heldValues = map[string]int{}
-	}
-	r.heldValues[v]++
-	r.rebuildHeldLocked()
-	r.hmu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.hmu.Lock()
-			defer r.hmu.Unlock()
-			if r.heldValues[v]--; r.heldValues[v] <= 0 {
-				delete(r.heldValues, v)
-			}
-			r.rebuildHeldLocked()
-		})
-	}
-}
-
-func (r *Redaction) rebuildHeldLocked() {
-	if len(r.heldValues) == 0 {
-		r.held.Store(nil)
-		return
-	}
-	values := make([]string, 0, len(r.heldValues))
-	for v := range r.heldValues {
-		values = append(values, v)
-	}
-	r.held.Store(approvals.NewSecrets(values...))
-}
-
-// Writer returns w behind the redaction set. Every write is one whole log
-// line, so a value cannot be split across writes.
-func (r *Redaction) Writer(w io.Writer) io.Writer { return redactingWriter{r: r, w: w} }
-
-type redactingWriter struct {
-	r *Redaction
-	w io.Writer
-}
-
-func (rw redactingWriter) Write(p []byte) (int, error) {
-	if _, err := rw.w.Write(rw.r.Redact(p)); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
 // creds is the daemon's view of the vault: records by server, loaded
 // lazily, and the redaction set built from them.
 type creds struct {
 	v   *vault.Vault
-	red *Redaction
+	red *vault.Redactor
+	log zerolog.Logger
 
 	// mu guards recs and retired, and serialises changes.
 	mu   sync.Mutex
@@ -217,6 +170,10 @@ func (c *creds) loadLocked(server string) (*credRecord, error) {
 	}
 	c.recs[server] = &rec
 	c.rebuildLocked()
+	if u := rec.unprotected(); len(u) > 0 {
+		c.log.Warn().Str("server", server).Strs("fields", u).Int("min_chars", vault.MinRedactChars).
+			Msg("stored credentials too short to redact: they may appear in output")
+	}
 	return &rec, nil
 }
 
@@ -242,7 +199,7 @@ func (c *creds) rebuildLocked() {
 			values = append(values, r.values()...)
 		}
 	}
-	c.red.set.Store(approvals.NewSecrets(values...))
+	c.red.SetValues(values)
 }
 
 // forServer returns what a connect sends: nothing when nothing is stored,
@@ -456,7 +413,8 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 	c.recs[p.Server] = rec
 	c.rebuildLocked()
 	res := contracts.SecretResult{Server: p.Server, Fields: []string{}, Cleared: rec.empty(), Generation: rec.Generation,
-		ReconnectRequired: d.sup.Generation(p.Server) != 0}
+		ReconnectRequired: d.sup.Generation(p.Server) != 0, Unprotected: rec.unprotected()}
+	res.Warning = unprotectedWarning(res.Unprotected)
 	for k := range rec.Env {
 		res.Fields = append(res.Fields, "env."+k)
 	}
@@ -468,6 +426,10 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	slices.Sort(res.Fields)
 	d.log.Info().Str("server", p.Server).Strs("fields", res.Fields).Uint64("generation", rec.Generation).Msg("credentials replaced")
+	if len(res.Unprotected) > 0 {
+		d.log.Warn().Str("server", p.Server).Strs("fields", res.Unprotected).Int("min_chars", vault.MinRedactChars).
+			Msg("credentials too short to redact: they may appear in output")
+	}
 	return res, nil
 }
 

@@ -35,9 +35,9 @@ type Config struct {
 	Vault string
 	// CredentialsDir is systemd's $CREDENTIALS_DIRECTORY, if any.
 	CredentialsDir string
-	// Redaction receives the known credential values; cmd/pikod puts its
+	// Redactor receives the known credential values; cmd/pikod puts its
 	// log writers behind it. Nil makes a private one.
-	Redaction *Redaction
+	Redactor *vault.Redactor
 }
 
 // DBPath returns the database file of a state directory.
@@ -116,8 +116,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if _, err := mcpclient.CleanRunDir(runDir, func(string) bool { return false }); err != nil {
 		log.Warn().Err(err).Msg("removing disposable server homes left by a previous daemon")
 	}
-	if cfg.Redaction == nil {
-		cfg.Redaction = NewRedaction()
+	if cfg.Redactor == nil {
+		cfg.Redactor = vault.NewRedactor()
 	}
 	// "auto" chooses once: later starts use the same backend, so stored
 	// credentials never seem to vanish because a keyring was unreachable
@@ -153,12 +153,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	vs := v.Status()
 	log.Info().Str("backend", vs.Backend).Bool("locked", vs.Locked).Msg("vault open")
-	d.creds = &creds{v: v, red: cfg.Redaction, recs: map[string]*credRecord{}}
+	d.creds = &creds{v: v, red: cfg.Redactor, log: log.With().Str("component", "vault").Logger(), recs: map[string]*credRecord{}}
 	if err := d.creds.loadAll(d.settings.Servers); err != nil {
 		log.Error().Err(err).Msg("reading stored credentials")
 	}
-	d.redactor = cfg.Redaction
-	gate, err := newOwnerGate(v, db, cfg.Redaction, log.With().Str("component", "approvals").Logger())
+	d.red = cfg.Redactor
+	gate, err := newOwnerGate(v, db, cfg.Redactor, log.With().Str("component", "approvals").Logger())
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,9 @@ func Run(ctx context.Context, cfg Config) error {
 		// what will actually run.
 		Credentials: d.creds.forServer,
 		// Grants cover pinned tool definitions (pikod.db pins/).
-		Pins: pinStore{db},
+		Pins: pinStore{db, cfg.Redactor},
+		// Text from servers is redacted before anything cuts it.
+		Redact: cfg.Redactor.Text,
 	})
 	defer func() {
 		d.sup.Close()
@@ -204,10 +206,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.SocketPath, err)
 	}
-	// Every frame leaving the socket passes the redaction set last.
+	// Every frame leaving the socket passes redaction last; it works on
+	// JSON values, so every frame stays valid JSON.
 	// Terminal-only methods are checked by the server before any handler
 	// runs: the peer's terminal first, then the owner gate (passphrase).
-	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: cfg.Redaction.Redact,
+	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: cfg.Redactor.JSON,
 		OwnerCheck: d.gate.Check})
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
@@ -229,11 +232,11 @@ type daemon struct {
 	gate    *ownerGate
 	ledger  *approvals.Ledger
 	sources *approvals.SourceStore
-	// redactor removes known credential values from everything that
-	// leaves the daemon or is stored; the vault feeds it.
-	redactor approvals.Redactor
-	log      zerolog.Logger
-	started  time.Time
+	// red removes known credential values from everything that leaves
+	// the daemon or is stored; the vault's records feed it.
+	red     *vault.Redactor
+	log     zerolog.Logger
+	started time.Time
 
 	// cfgMu serialises configures (held across the save, the vault reads
 	// and stopping changed servers).

@@ -74,7 +74,7 @@ func (s gateState) status(now time.Time) contracts.ApprovalsStatus {
 type ownerGate struct {
 	v   *vault.Vault
 	db  *approvals.DB
-	red *Redaction
+	red *vault.Redactor
 	log zerolog.Logger
 	now func() time.Time
 
@@ -87,7 +87,7 @@ type ownerGate struct {
 	st gateState
 }
 
-func newOwnerGate(v *vault.Vault, db *approvals.DB, red *Redaction, log zerolog.Logger) (*ownerGate, error) {
+func newOwnerGate(v *vault.Vault, db *approvals.DB, red *vault.Redactor, log zerolog.Logger) (*ownerGate, error) {
 	g := &ownerGate{v: v, db: db, red: red, log: log, now: time.Now}
 	raw, err := db.Meta(metaApprovalGate)
 	if err != nil {

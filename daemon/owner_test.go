@@ -57,7 +57,7 @@ type gateFixture struct {
 	dbPath string
 	db     *approvals.DB
 	v      *vault.Vault
-	red    *Redaction
+	red    *vault.Redactor
 	log    *bytes.Buffer
 	g      *ownerGate
 	clock  time.Time
@@ -66,7 +66,7 @@ type gateFixture struct {
 func newGateFixture(t *testing.T) *gateFixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &gateFixture{t: t, dbPath: filepath.Join(dir, "pikod.db"), red: NewRedaction(), log: new(bytes.Buffer),
+	f := &gateFixture{t: t, dbPath: filepath.Join(dir, "pikod.db"), red: vault.NewRedactor(), log: new(bytes.Buffer),
 		clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	v, err := vault.Open(vault.Config{Backend: vault.BackendFile, Dir: filepath.Join(dir, "vault"), Service: "pikod-test"})
 	if err != nil {
@@ -244,15 +244,15 @@ func TestOwnerGateRedactsWhileInFlight(t *testing.T) {
 	if err := f.g.Check(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(f.red.Redact([]byte("x " + pass + " y"))); strings.Contains(got, pass) {
+	if got := f.red.Text("x " + pass + " y"); strings.Contains(got, pass) {
 		t.Errorf("while the request runs, Redact leaves the passphrase: %q", got)
 	}
 	cancel()
 	deadline := time.Now().Add(5 * time.Second)
-	for strings.Contains(string(f.red.Redact([]byte(pass))), "REDACTED") && time.Now().Before(deadline) {
+	for strings.Contains(f.red.Text(pass), "REDACTED") && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := string(f.red.Redact([]byte(pass))); got != pass {
+	if got := f.red.Text(pass); got != pass {
 		t.Errorf("after the request, the passphrase is still held: %q", got)
 	}
 }

@@ -11,10 +11,28 @@ import (
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
+	"github.com/pikod/pikod/vault"
 )
 
 // pinStore keeps the supervisor's tool pins in the database.
-type pinStore struct{ db *approvals.DB }
+type pinStore struct {
+	db  *approvals.DB
+	red *vault.Redactor
+}
+
+// editPins writes edits with every kept definition redacted: a definition
+// is the server's text, and pikod.db holds no credential value. Digests
+// are the server's own, so grants still compare exactly.
+func editPins(db *approvals.DB, red *vault.Redactor, edits []approvals.PinEdit) ([]approvals.Pin, error) {
+	for i := range edits {
+		if p := edits[i].Pin; p != nil && len(p.Definition) > 0 {
+			c := *p
+			c.Definition = red.JSON(p.Definition)
+			edits[i].Pin = &c
+		}
+	}
+	return db.EditPins(edits)
+}
 
 func (s pinStore) Load(server string) (map[string]mcpclient.ToolPin, error) {
 	pins, err := s.db.Pins(server)
@@ -35,7 +53,7 @@ func (s pinStore) AddMissing(server string, pins []mcpclient.ToolPin) error {
 		edits[i] = approvals.PinEdit{Server: server, Tool: p.Tool, IfAbsent: true,
 			Pin: &approvals.Pin{Digest: p.Digest, Definition: p.Definition, PinnedAt: now, By: approvals.PinnedByDiscovery}}
 	}
-	_, err := s.db.EditPins(edits)
+	_, err := editPins(s.db, s.red, edits)
 	return err
 }
 
@@ -155,7 +173,7 @@ func (d *daemon) savePins(prev, next *contracts.MCPSettings, live map[string][]c
 	if len(edits) == 0 {
 		return
 	}
-	written, err := d.db.EditPins(edits)
+	written, err := editPins(d.db, d.red, edits)
 	if err != nil {
 		d.log.Error().Err(err).Msg("saving tool pins for the new settings; changed grants pin at their next discovery")
 		return
@@ -284,7 +302,7 @@ func (d *daemon) trustAccept(ctx context.Context, req *rpc.Request, p contracts.
 		edits[i] = approvals.PinEdit{Server: p.Server, Tool: c.Tool, Pin: &approvals.Pin{
 			Digest: c.CurrentDigest, Definition: c.Current, PinnedAt: now, By: approvals.PinnedByTrust, Replaced: c.PinnedDigest}}
 	}
-	if _, err := d.db.EditPins(edits); err != nil {
+	if _, err := editPins(d.db, d.red, edits); err != nil {
 		return nil, err
 	}
 	if err := d.sup.RefreshPins(p.Server); err != nil {

@@ -40,7 +40,15 @@ const maxArgumentsDepth = 512
 // embedded raw JSON; this form is a fixed point of that re-encoding, so the
 // bytes on the wire are the bytes that were hashed. The same input always
 // gives the same bytes.
-func CanonicalArguments(raw json.RawMessage) ([]byte, error) {
+func CanonicalArguments(raw json.RawMessage) ([]byte, error) { return canonicalArguments(raw, nil) }
+
+// CanonicalArguments is the package's CanonicalArguments with the
+// supervisor's redaction applied to the keys and paths its errors quote.
+func (s *Supervisor) CanonicalArguments(raw json.RawMessage) ([]byte, error) {
+	return canonicalArguments(raw, s.opts.Redact)
+}
+
+func canonicalArguments(raw json.RawMessage, redact func(string) string) ([]byte, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return []byte("{}"), nil
@@ -48,13 +56,13 @@ func CanonicalArguments(raw json.RawMessage) ([]byte, error) {
 	if n := utf8.RuneCount(raw); n > contracts.MaxArgumentsChars {
 		return nil, tooLarge(n)
 	}
-	p := &argParser{src: raw, out: &bytes.Buffer{}}
+	p := &argParser{src: raw, out: &bytes.Buffer{}, redact: redact}
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] != '{' {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_object",
 			"arguments must be a JSON object, not %s", kindOf(p.src[p.pos]))
 	}
-	if err := p.value(0, "$"); err != nil {
+	if err := p.value(0); err != nil {
 		return nil, err
 	}
 	p.skipSpace()
@@ -102,6 +110,18 @@ type argParser struct {
 	// lenient skips the key checks (for schemas, which are hashed, not
 	// approved).
 	lenient bool
+	// path is where the value being parsed is: object keys and array
+	// indexes from the top. Errors render it (redacted, then cut).
+	path []pathStep
+	// redact removes secret values from the keys errors quote; nil
+	// removes nothing.
+	redact func(string) string
+}
+
+// pathStep is one step of a location: an object key or an array index.
+type pathStep struct {
+	key   string
+	index int // -1 for a key
 }
 
 func (p *argParser) syntax(what string) error {
@@ -120,17 +140,17 @@ func (p *argParser) skipSpace() {
 	}
 }
 
-// value parses one JSON value at path and writes its canonical form.
-func (p *argParser) value(depth int, path string) error {
+// value parses one JSON value at p.path and writes its canonical form.
+func (p *argParser) value(depth int) error {
 	p.skipSpace()
 	if p.pos >= len(p.src) {
 		return p.syntax("unexpected end of input")
 	}
 	switch c := p.src[p.pos]; {
 	case c == '{':
-		return p.object(depth+1, path)
+		return p.object(depth + 1)
 	case c == '[':
-		return p.array(depth+1, path)
+		return p.array(depth + 1)
 	case c == '"':
 		s, err := p.str()
 		if err != nil {
@@ -172,7 +192,7 @@ type member struct {
 	value []byte
 }
 
-func (p *argParser) object(depth int, path string) error {
+func (p *argParser) object(depth int) error {
 	if err := p.tooDeep(depth); err != nil {
 		return err
 	}
@@ -200,7 +220,7 @@ func (p *argParser) object(depth int, path string) error {
 		if !p.lenient {
 			fk := foldKey(key)
 			if first, dup := seen[fk]; dup {
-				return ambiguous(path, first, key)
+				return p.ambiguous(first, key)
 			}
 			seen[fk] = key
 		}
@@ -210,9 +230,11 @@ func (p *argParser) object(depth int, path string) error {
 		}
 		p.pos++
 		p.out = &bytes.Buffer{}
-		if err := p.value(depth, childPath(path, key)); err != nil {
+		p.path = append(p.path, pathStep{key: key, index: -1})
+		if err := p.value(depth); err != nil {
 			return err
 		}
+		p.path = p.path[:len(p.path)-1]
 		members = append(members, member{key: key, value: p.out.Bytes()})
 		p.skipSpace()
 		if p.pos >= len(p.src) {
@@ -245,7 +267,7 @@ func (p *argParser) object(depth int, path string) error {
 	return nil
 }
 
-func (p *argParser) array(depth int, path string) error {
+func (p *argParser) array(depth int) error {
 	if err := p.tooDeep(depth); err != nil {
 		return err
 	}
@@ -261,9 +283,11 @@ func (p *argParser) array(depth int, path string) error {
 		if i > 0 {
 			p.out.WriteByte(',')
 		}
-		if err := p.value(depth, path+"["+strconv.Itoa(i)+"]"); err != nil {
+		p.path = append(p.path, pathStep{index: i})
+		if err := p.value(depth); err != nil {
 			return err
 		}
+		p.path = p.path[:len(p.path)-1]
 		p.skipSpace()
 		if p.pos >= len(p.src) {
 			return p.syntax("unexpected end of input in an array")
@@ -440,33 +464,49 @@ func foldKey(k string) string {
 	return b.String()
 }
 
-func ambiguous(path, first, second string) error {
+func (p *argParser) ambiguous(first, second string) error {
 	var how string
 	switch {
 	case first == second:
-		how = fmt.Sprintf("key %s appears twice", quoteKey(first))
+		how = fmt.Sprintf("key %s appears twice", p.quoteKey(first))
 	case strings.TrimRight(first, "\x00") == strings.TrimRight(second, "\x00"):
-		how = fmt.Sprintf("keys %s and %s differ only by trailing NUL characters", quoteKey(first), quoteKey(second))
+		how = fmt.Sprintf("keys %s and %s differ only by trailing NUL characters", p.quoteKey(first), p.quoteKey(second))
 	case strings.EqualFold(first, second):
-		how = fmt.Sprintf("keys %s and %s differ only by case", quoteKey(first), quoteKey(second))
+		how = fmt.Sprintf("keys %s and %s differ only by case", p.quoteKey(first), p.quoteKey(second))
 	default:
-		how = fmt.Sprintf("keys %s and %s differ only by case and trailing NUL characters", quoteKey(first), quoteKey(second))
+		how = fmt.Sprintf("keys %s and %s differ only by case and trailing NUL characters", p.quoteKey(first), p.quoteKey(second))
 	}
 	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_keys",
-		"arguments: in the object at %s, %s; a server could read them as one key", truncate(path, 300), how),
+		"arguments: in the object at %s, %s; a server could read them as one key", p.clip(p.location(), 300), how),
 		"keep exactly one of the keys")
 }
 
-func quoteKey(k string) string {
-	return strconv.QuoteToASCII(truncate(k, 64))
+// clip is text for an error: redacted, then cut to n characters.
+func (p *argParser) clip(text string, n int) string {
+	if p.redact != nil {
+		text = p.redact(text)
+	}
+	return clip(text, n)
 }
 
-// childPath extends a JSONPath-style location with an object key.
-func childPath(path, key string) string {
-	if isIdent(key) {
-		return path + "." + key
+// quoteKey is a key for an error: redacted, cut, then quoted.
+func (p *argParser) quoteKey(k string) string { return strconv.QuoteToASCII(p.clip(k, 64)) }
+
+// location renders p.path JSONPath-style: $.key, $["odd key"], $[0].
+func (p *argParser) location() string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, st := range p.path {
+		switch {
+		case st.index >= 0:
+			b.WriteString("[" + strconv.Itoa(st.index) + "]")
+		case isIdent(st.key) && len(st.key) <= 64:
+			b.WriteString("." + st.key)
+		default:
+			b.WriteString("[" + p.quoteKey(st.key) + "]")
+		}
 	}
-	return path + "[" + strconv.QuoteToASCII(truncate(key, 64)) + "]"
+	return b.String()
 }
 
 func isIdent(s string) bool {
@@ -485,7 +525,7 @@ func isIdent(s string) bool {
 // key, without the argument rules; unparsable schemas hash as given.
 func canonicalSchemaBytes(schema []byte) []byte {
 	p := &argParser{src: schema, out: &bytes.Buffer{}, lenient: true}
-	if err := p.value(0, "$"); err != nil {
+	if err := p.value(0); err != nil {
 		return schema
 	}
 	p.skipSpace()

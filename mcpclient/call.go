@@ -113,11 +113,11 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 		sess, c, tool, err = s.lookupTool(ctx, req.Server, req.Tool)
 	}
 	if err != nil {
-		return nil, beforeSending(req, err)
+		return nil, s.beforeSending(req, err)
 	}
 	if !tool.Selected {
-		return nil, beforeSending(req, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
-			"tool %q of server %q is not selected by the settings", truncate(req.Tool, 200), req.Server),
+		return nil, s.beforeSending(req, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
+			"tool %q of server %q is not selected by the settings", s.clip(req.Tool, 200), req.Server),
 			`add it to the server's "tools" list and configure again`))
 	}
 	args := req.Arguments
@@ -125,18 +125,18 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 		args = []byte("{}")
 	}
 	if req.ValidatedDigest == "" || req.ValidatedDigest != tool.Digest {
-		canon, err := CanonicalArguments(args)
+		canon, err := s.CanonicalArguments(args)
 		if err != nil {
-			return nil, beforeSending(req, err)
+			return nil, s.beforeSending(req, err)
 		}
 		if !bytes.Equal(canon, args) {
 			// The bytes sent must be the bytes that were hashed: a caller that
 			// skipped CanonicalArguments is a bug, not something to repair here.
-			return nil, beforeSending(req, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
-				"the arguments of tool %q are not in canonical form", truncate(req.Tool, 200)))
+			return nil, s.beforeSending(req, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
+				"the arguments of tool %q are not in canonical form", s.clip(req.Tool, 200)))
 		}
-		if err := toolSchemas.Validate(tool.InputSchema, args); err != nil {
-			return nil, beforeSending(req, err)
+		if err := s.schemas.Validate(tool.InputSchema, args); err != nil {
+			return nil, s.beforeSending(req, err)
 		}
 	}
 
@@ -166,7 +166,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, beforeSending(req, err)
+		return nil, s.beforeSending(req, err)
 	}
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -208,7 +208,7 @@ wait:
 			break wait
 		}
 	}
-	what := "tools/call " + truncate(tool.OriginalName, 200)
+	what := "tools/call " + s.clip(tool.OriginalName, 200)
 	log := sess.log.With().Str("tool", tool.OriginalName).Dur("elapsed", time.Since(start)).Logger()
 	if ans.err != nil {
 		var err error
@@ -247,26 +247,22 @@ wait:
 // handed to the transport: nothing was sent. A bare cancellation (the
 // caller went away while the server was connecting, say) gets a message
 // that says so.
-func beforeSending(req CallRequest, err error) error {
+func (s *Supervisor) beforeSending(req CallRequest, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) && !errors.Is(err, contracts.ErrCanceled):
 		err = contracts.Errorf(contracts.ErrCanceled, "canceled",
-			"the call of %q on %q was canceled before it was sent; nothing was sent", truncate(req.Tool, 200), req.Server)
+			"the call of %q on %q was canceled before it was sent; nothing was sent", s.clip(req.Tool, 200), req.Server)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, contracts.ErrDeadlineExceeded):
 		err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded",
-			"the call of %q on %q ran out of time before it was sent; nothing was sent", truncate(req.Tool, 200), req.Server)
+			"the call of %q on %q ran out of time before it was sent; nothing was sent", s.clip(req.Tool, 200), req.Server)
 	}
 	return contracts.MarkNotSent(err)
 }
 
-// toolSchemas holds compiled tool schemas for every Supervisor: entries
-// are keyed by content, so sharing them across servers and supervisors is
-// safe, and a schema served by many servers compiles once.
-var toolSchemas = NewSchemaCache(1024)
-
 // Schemas returns the cache Call validates with, so that validating earlier
-// (when preparing an approval) reuses the same compiled schemas.
-func (s *Supervisor) Schemas() *SchemaCache { return toolSchemas }
+// (when preparing an approval) reuses the same compiled schemas. Entries
+// are keyed by content: a schema served by many servers compiles once.
+func (s *Supervisor) Schemas() *SchemaCache { return s.schemas }
 
 // progressTokens numbers progress tokens; they are unique in the process,
 // so a notification can never reach another call.
@@ -311,7 +307,7 @@ func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*
 		out.OutputSchemaError = "the tool declares an outputSchema but the result has no structuredContent"
 		return out, nil
 	}
-	problem, err := toolSchemas.check(tool.OutputSchema, sc)
+	problem, err := s.schemas.check(tool.OutputSchema, sc)
 	switch {
 	case err != nil:
 		out.OutputSchemaError = "structuredContent was not checked: " + err.Error()
@@ -337,7 +333,7 @@ func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, 
 	id, _, found := strings.Cut(rest, "_")
 	if !ok || !found || id == "" {
 		return "", contracts.CatalogTool{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", truncate(name, 200)),
+			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", s.clip(name, 200)),
 			"list tools and their names with 'pikoctl mcp catalog SERVER'")
 	}
 	sess, err := s.session(id)
@@ -359,7 +355,7 @@ func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, 
 	for i, t := range cat.Tools {
 		names[i] = t.Name
 	}
-	return "", contracts.CatalogTool{}, unknownTool(id, name, names, cat)
+	return "", contracts.CatalogTool{}, s.unknownTool(id, name, names, cat)
 }
 
 // lookupTool connects the server and finds tool in its fresh catalog.
@@ -385,12 +381,12 @@ func (s *Supervisor) boundTool(ctx context.Context, server, tool string, b Bindi
 	}
 	if t, ok := cat.toolByOriginal(tool); ok {
 		if b.ToolDigest != "" && t.Digest != b.ToolDigest {
-			return nil, nil, contracts.CatalogTool{}, definitionChanged(server, tool)
+			return nil, nil, contracts.CatalogTool{}, s.definitionChanged(server, tool)
 		}
 		return sess, c, t, nil
 	}
 	return nil, nil, contracts.CatalogTool{}, contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
-		"server %q no longer offers tool %q; nothing was sent", server, truncate(tool, 200))
+		"server %q no longer offers tool %q; nothing was sent", server, s.clip(tool, 200))
 }
 
 func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*session, *conn, contracts.CatalogTool, error) {
@@ -413,19 +409,19 @@ func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*sess
 	for i, t := range cat.Tools {
 		names[i] = t.OriginalName
 	}
-	return nil, nil, contracts.CatalogTool{}, unknownTool(server, tool, names, cat)
+	return nil, nil, contracts.CatalogTool{}, s.unknownTool(server, tool, names, cat)
 }
 
-func unknownTool(server, tool string, names []string, cat *Catalog) error {
-	msg := fmt.Sprintf("server %q has no tool %q", server, truncate(tool, 200))
+func (s *Supervisor) unknownTool(server, tool string, names []string, cat *Catalog) error {
+	msg := fmt.Sprintf("server %q has no tool %q", server, s.clip(tool, 200))
 	if !cat.Complete {
-		msg += " in its catalog, which is incomplete (" + cleanText(cat.Problem, 300) + ")"
+		msg += " in its catalog, which is incomplete (" + s.clean(cat.Problem, 300) + ")"
 	}
 	hint := "list its tools with 'pikoctl mcp catalog " + server + "'"
 	if close := closeNames(tool, names, 5); len(close) > 0 {
 		quoted := make([]string, len(close))
 		for i, n := range close {
-			quoted[i] = strconv.Quote(truncate(n, 80))
+			quoted[i] = strconv.Quote(s.clip(n, 80))
 		}
 		hint = "did you mean " + strings.Join(quoted, ", ") + "? " + hint
 	}
@@ -519,8 +515,8 @@ func (r *progressRoutes) remove(token string) {
 
 // route runs on the transport's reader: it never blocks. A call whose
 // buffer is full loses the notification; the ones it has extend its
-// deadline just as well.
-func (r *progressRoutes) route(params mcp.NotificationParams) {
+// deadline just as well. clean redacts and bounds the message.
+func (r *progressRoutes) route(params mcp.NotificationParams, clean func(string, int) string) {
 	token, ok := params.AdditionalFields["progressToken"].(string)
 	if !ok {
 		return
@@ -535,7 +531,7 @@ func (r *progressRoutes) route(params mcp.NotificationParams) {
 	u.progress, _ = params.AdditionalFields["progress"].(float64)
 	u.total, _ = params.AdditionalFields["total"].(float64)
 	if m, ok := params.AdditionalFields["message"].(string); ok {
-		u.message = cleanText(m, 500)
+		u.message = clean(m, 500)
 	}
 	select {
 	case ch <- u:

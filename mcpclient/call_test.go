@@ -202,7 +202,7 @@ func TestCallOutcomeChecks(t *testing.T) {
 		{"not an object", noSchema, `[]`, false, "", "invalid_result"},
 		{"bad isError", noSchema, `{"isError":"yes"}`, false, "", "invalid_result"},
 	}
-	s := &Supervisor{}
+	s := &Supervisor{schemas: NewSchemaCache(0)}
 	for _, tt := range tests {
 		out, err := s.outcome(tt.tool, json.RawMessage(tt.result))
 		if tt.reason != "" {
@@ -473,11 +473,13 @@ func TestCallParamsOnTheWire(t *testing.T) {
 
 func TestProgressRoutesNeverBlock(t *testing.T) {
 	var r progressRoutes
+	sup := NewSupervisor(Options{Redact: func(s string) string { return strings.ReplaceAll(s, "secret-value", "[REDACTED]") }})
+	defer sup.Close()
 	ch := r.add("t1")
-	n := mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": "t1", "progress": 1.0, "total": 2.0, "message": "m\x1b[31m"}}
+	n := mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": "t1", "progress": 1.0, "total": 2.0, "message": "m\x1b[31m " + strings.Repeat("x", 476) + "secret-value"}}
 	// Far more than the buffer holds, with nobody reading: route returns.
 	for range 10 * cap(ch) {
-		r.route(n)
+		r.route(n, sup.clean)
 	}
 	if len(ch) != cap(ch) {
 		t.Errorf("buffered %d of %d", len(ch), cap(ch))
@@ -486,14 +488,18 @@ func TestProgressRoutesNeverBlock(t *testing.T) {
 	if u.progress != 1 || u.total != 2 || strings.ContainsRune(u.message, 0x1b) {
 		t.Errorf("update %+v, want progress 1 total 2 and a cleaned message", u)
 	}
+	// Redacted before the cut at 500 characters: no piece of the value.
+	if strings.Contains(u.message, "secret") {
+		t.Errorf("message %q holds a piece of the secret", u.message)
+	}
 	// Other tokens, numbers as tokens and removed routes go nowhere.
-	r.route(mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": "t2", "progress": 1.0}})
-	r.route(mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": 1.0, "progress": 1.0}})
+	r.route(mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": "t2", "progress": 1.0}}, sup.clean)
+	r.route(mcp.NotificationParams{AdditionalFields: map[string]any{"progressToken": 1.0, "progress": 1.0}}, sup.clean)
 	r.remove("t1")
 	for len(ch) > 0 {
 		<-ch
 	}
-	r.route(n)
+	r.route(n, sup.clean)
 	if len(ch) != 0 {
 		t.Errorf("a removed route still receives")
 	}

@@ -278,7 +278,8 @@ func listAll(ctx context.Context, fetch pageLister, method, field string, lim Ca
 			return items, nil
 		}
 		if seen[*res.NextCursor] {
-			return items, fmt.Errorf("%s page %d: the server repeated cursor %q", method, page, truncate(*res.NextCursor, 40))
+			// Quoted whole: the catalog's problem is redacted, then cut.
+			return items, fmt.Errorf("%s page %d: the server repeated cursor %q", method, page, *res.NextCursor)
 		}
 		seen[*res.NextCursor] = true
 		cursor = *res.NextCursor
@@ -360,7 +361,7 @@ func toolsFrom(s *contracts.ServerSettings, raw []json.RawMessage) ([]contracts.
 		}
 		if seen[d.Name] {
 			if problem == nil {
-				problem = fmt.Errorf("tools/list: tool %q is listed twice", truncate(d.Name, 64))
+				problem = fmt.Errorf("tools/list: tool %q is listed twice", d.Name)
 			}
 			continue
 		}
@@ -384,11 +385,4 @@ func toolsFrom(s *contracts.ServerSettings, raw []json.RawMessage) ([]contracts.
 		}
 	}
 	return out, problem
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

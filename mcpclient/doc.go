@@ -13,6 +13,12 @@
 // daemon passes it what it needs through small interfaces such as
 // ProcessRecords and Pins).
 //
+// Text from servers and their processes is redacted (Options.Redact, the
+// vault's) before anything cuts it to a length, and made safe for a
+// terminal with contracts.SafeText after: error messages, lastError,
+// server names, schema messages, progress messages, and the stderr tail,
+// whose lines are redacted one by one before they enter it.
+//
 // Grants are computed here, once per discovery: a tool the settings grant
 // (readOnlyTools, autonomousTools) keeps its grant only while its
 // definition digest is the one pinned for it (Pins); otherwise every

@@ -159,6 +159,9 @@ func (c *conn) publish(cat *Catalog) {
 	c.pinMu.Lock()
 	defer c.pinMu.Unlock()
 	c.s.applyPins(cat.Tools, true)
+	// The problem may quote the server (a cursor, a tool name): redacted,
+	// then cut.
+	cat.Problem = c.s.sup.clean(cat.Problem, 1000)
 	c.setCatalog(cat)
 }
 
@@ -277,10 +280,10 @@ func changedTools(cat *Catalog) []string {
 
 // definitionChanged is the error of a bound call whose tool definition is
 // no longer the one the approval covered: nothing was sent.
-func definitionChanged(server, tool string) error {
+func (s *Supervisor) definitionChanged(server, tool string) error {
 	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "definition_changed",
 		"the definition of tool %q on server %q changed after the call was approved; nothing was sent",
-		truncate(tool, 200), server),
+		s.clip(tool, 200), server),
 		"see the new definition with 'pikoctl mcp catalog "+server+"', then make the call again")
 }
 
@@ -292,10 +295,10 @@ func (c *conn) checkDefinition(ctx context.Context, tool, want string) error {
 		if _, err := c.freshCatalog(ctx); err != nil {
 			if ctx.Err() != nil {
 				return contracts.Errorf(contracts.ErrCanceled, "canceled",
-					"the call of %q on %q was canceled before it was sent", truncate(tool, 200), c.s.cfg.ID)
+					"the call of %q on %q was canceled before it was sent", c.s.sup.clip(tool, 200), c.s.cfg.ID)
 			}
 			return contracts.Errorf(contracts.ErrUnavailable, "connection_lost",
-				"the connection to %q ended before the call of %q was sent; nothing was sent", c.s.cfg.ID, truncate(tool, 200))
+				"the connection to %q ended before the call of %q was sent; nothing was sent", c.s.cfg.ID, c.s.sup.clip(tool, 200))
 		}
 		c.catMu.Lock()
 		if !isClosed(c.catReady) {
@@ -306,7 +309,7 @@ func (c *conn) checkDefinition(ctx context.Context, tool, want string) error {
 		t, ok := c.catalog.toolByOriginal(tool)
 		c.catMu.Unlock()
 		if !ok || t.Digest != want {
-			return definitionChanged(c.s.cfg.ID, tool)
+			return c.s.sup.definitionChanged(c.s.cfg.ID, tool)
 		}
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/rs/zerolog"
@@ -72,6 +71,9 @@ type ProcessSpec struct {
 	// StderrRingBytes is how much of the stderr tail is kept. Default
 	// DefaultStderrRingBytes.
 	StderrRingBytes int
+	// Redact removes secret values from each stderr line before the line
+	// enters the tail; nil removes nothing.
+	Redact func(string) string
 	// PATH is the child's PATH. Default: pikod's own PATH value (a search
 	// path is not secret and servers started through npx or uvx need the
 	// owner's toolchain), else DefaultPATH. Relative entries (including the
@@ -143,7 +145,7 @@ type Process struct {
 	stdout *lineCapReader
 	outR   *os.File
 	errR   *os.File
-	ring   *ring
+	tail   *stderrTail
 
 	done       chan struct{} // closed by the owner goroutine when the leader exited
 	stderrDone chan struct{} // closed when the stderr drain ends
@@ -259,7 +261,7 @@ func StartProcess(spec ProcessSpec, records ProcessRecords, log zerolog.Logger) 
 		home:       home,
 		outR:       outR,
 		errR:       errR,
-		ring:       newRing(spec.StderrRingBytes),
+		tail:       newStderrTail(spec.StderrRingBytes, spec.Redact),
 		done:       make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		stopScan:   make(chan struct{}),
@@ -418,9 +420,13 @@ func (p *Process) Stdout() io.Reader { return p.stdout }
 // may have been cut in half.
 func (p *Process) Stdin() io.WriteCloser { return p.stdin }
 
-// StderrTail returns the last StderrRingBytes of stderr with terminal
-// escapes and control characters removed, as valid UTF-8.
-func (p *Process) StderrTail() string { return SanitizeTerminal(p.ring.bytes()) }
+// StderrTail returns the last StderrRingBytes of stderr, redacted line by
+// line (ProcessSpec.Redact) and made safe for a terminal
+// (contracts.SafeText: escapes and controls rendered visibly, lines kept),
+// as valid UTF-8.
+func (p *Process) StderrTail() string {
+	return contracts.SafeText(p.tail.String(), contracts.Lines, 0)
+}
 
 // PID returns the leader's pid.
 func (p *Process) PID() int { return p.pid }
@@ -494,7 +500,8 @@ func (p *Process) own() {
 
 func (p *Process) drainStderr() {
 	defer close(p.stderrDone)
-	_, _ = io.Copy(p.ring, p.errR)
+	_, _ = io.Copy(p.tail, p.errR)
+	_ = p.tail.Close()
 }
 
 func (p *Process) scanLoop() {
@@ -915,130 +922,4 @@ func (w *stdinWriter) Close() error {
 	var err error
 	w.closeOnce.Do(func() { err = w.f.Close() })
 	return err
-}
-
-// ring keeps the last max bytes written to it.
-type ring struct {
-	max int
-
-	// mu guards buf.
-	mu  sync.Mutex
-	buf []byte
-}
-
-func newRing(max int) *ring { return &ring{max: max, buf: make([]byte, 0, 2*max)} }
-
-func (r *ring) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := len(b)
-	if len(b) > r.max {
-		b = b[len(b)-r.max:]
-	}
-	// len(buf) <= max and len(b) <= max: the append stays within cap.
-	r.buf = append(r.buf, b...)
-	if len(r.buf) > r.max {
-		r.buf = r.buf[:copy(r.buf, r.buf[len(r.buf)-r.max:])]
-	}
-	return n, nil
-}
-
-func (r *ring) bytes() []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]byte(nil), r.buf...)
-}
-
-// SanitizeTerminal makes untrusted output safe to print on a terminal:
-// it drops ANSI/ECMA-48 escape sequences (CSI, OSC, DCS and the others, 7-
-// and 8-bit), C0 and C1 control characters except newline and tab, bidi
-// overrides, and invalid UTF-8.
-func SanitizeTerminal(b []byte) string {
-	var out strings.Builder
-	out.Grow(len(b))
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch {
-		case c == 0x1b:
-			i = skipEscape(b, i+1)
-		case c == '\n' || c == '\t':
-			out.WriteByte(c)
-			i++
-		case c < 0x20 || c == 0x7f:
-			i++
-		case c < 0x80:
-			out.WriteByte(c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			i += size
-			switch {
-			case r == utf8.RuneError && size <= 1:
-			case r == 0x9b: // 8-bit CSI
-				i = skipCSI(b, i)
-			case r == 0x90 || r == 0x9d || r == 0x98 || r == 0x9e || r == 0x9f: // DCS OSC SOS PM APC
-				i = skipString(b, i)
-			case r >= 0x80 && r <= 0x9f:
-			case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-			default:
-				out.WriteRune(r)
-			}
-		}
-	}
-	return out.String()
-}
-
-// skipEscape skips the rest of an escape sequence whose ESC is just before i.
-func skipEscape(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch c := b[i]; {
-	case c == '[':
-		return skipCSI(b, i+1)
-	case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
-		return skipString(b, i+1)
-	case c >= 0x20 && c <= 0x2f: // intermediates, then one final byte
-		for i < len(b) && b[i] >= 0x20 && b[i] <= 0x2f {
-			i++
-		}
-		if i < len(b) && b[i] >= 0x30 && b[i] <= 0x7e {
-			i++
-		}
-		return i
-	case c >= 0x30 && c <= 0x7e:
-		return i + 1
-	default:
-		return i
-	}
-}
-
-// skipCSI skips parameter and intermediate bytes and the final byte.
-func skipCSI(b []byte, i int) int {
-	for i < len(b) && b[i] >= 0x20 && b[i] <= 0x3f {
-		i++
-	}
-	for i < len(b) && b[i] >= 0x20 && b[i] <= 0x2f {
-		i++
-	}
-	if i < len(b) && b[i] >= 0x40 && b[i] <= 0x7e {
-		i++
-	}
-	return i
-}
-
-// skipString skips a control string up to BEL, ST (ESC \) or 8-bit ST.
-func skipString(b []byte, i int) int {
-	for i < len(b) {
-		switch {
-		case b[i] == 0x07:
-			return i + 1
-		case b[i] == 0x1b && i+1 < len(b) && b[i+1] == '\\':
-			return i + 2
-		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] == 0x9c:
-			return i + 2
-		}
-		i++
-	}
-	return i
 }

@@ -708,7 +708,8 @@ func TestStderrTail(t *testing.T) {
 	<-p.Done()
 	stopTest(t, p) // waits for the stderr drain
 	got := p.StderrTail()
-	want := strings.Repeat("a", 1024-len(stderrPayload)) + "red||tab\there|||END\n"
+	want := strings.Repeat("a", 1024-len(stderrPayload)) +
+		`\u{001B}[31mred\u{001B}[0m|\u{001B}]0;title\u{0007}|tab` + "\t" + `here|\u{000D}\u{0001}\u{007F}|\u{009B}31m|\u{202E}END` + "\n"
 	if got != want {
 		t.Errorf("StderrTail = %q, want %q", got, want)
 	}
@@ -717,65 +718,68 @@ func TestStderrTail(t *testing.T) {
 	}
 }
 
-func TestSanitizeTerminal(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain text\n", "plain text\n"},
-		{"\x1b[31mred\x1b[0m", "red"},
-		{"\x1b]0;title\x07after", "after"},
-		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
-		{"\x1bPdcs\x1b\\ok", "ok"},
-		{"a\x1b(Bb", "ab"},
-		{"a\x1b7b\x1b8", "ab"},
-		{"bell\x07 bs\x08 cr\r del\x7f", "bell bs cr del"},
-		{"\xc2\x9b2Jx\xc2\x85y", "xy"},
-		{"ok\xff\xfe", "ok"},
-		{"h\u202eidden\u2066", "hidden"},
-		{"héllo 世界 🙂", "héllo 世界 🙂"},
-		{"tail\x1b[", "tail"},
-		{"\x1b]unterminated", ""},
-	}
-	for _, tt := range tests {
-		if got := SanitizeTerminal([]byte(tt.in)); got != tt.want {
-			t.Errorf("SanitizeTerminal(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func FuzzSanitizeTerminal(f *testing.F) {
-	f.Add([]byte("\x1b[31mred\x1b]0;t\x07\xc2\x9b"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s := SanitizeTerminal(b)
-		if !utf8.ValidString(s) {
-			t.Fatalf("invalid UTF-8 from %q", b)
-		}
-		for _, r := range s {
-			if r == 0x1b || r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f {
-				t.Fatalf("control %U left in %q", r, s)
-			}
-		}
-	})
-}
-
-func TestStderrRing(t *testing.T) {
+func TestStderrTailLines(t *testing.T) {
+	redact := func(s string) string { return strings.ReplaceAll(s, "secret-value-18chr", "[REDACTED]") }
 	tests := []struct {
+		name   string
+		size   int
 		writes []string
 		want   string
 	}{
-		{[]string{"abc"}, "abc"},
-		{[]string{"abc", "def"}, "cdef"},
-		{[]string{"abcdefgh"}, "efgh"},
-		{[]string{"ab", "cdefghij", "k"}, "hijk"},
-		{[]string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, "fghi"},
+		{"one line", 16, []string{"abc\n"}, "abc\n"},
+		{"the ring keeps the end", 8, []string{"abcdef\n", "ghij\n"}, "ef\nghij\n"},
+		{"a line in pieces", 64, []string{"ab", "c\nde", "f\n"}, "abc\ndef\n"},
+		{"a line still being written shows", 64, []string{"done\nhalf"}, "done\nhalf"},
+		// A secret split across writes is redacted as one line, and the
+		// ring's cap then cuts only redacted text.
+		{"secret across writes", 64, []string{"key=secret-val", "ue-18chr end\n"}, "key=[REDACTED] end\n"},
+		{"secret at the cap", 20, []string{"xxxxxxxxxx secret-value-18chr\n"}, "xxxxxxxx [REDACTED]\n"},
+		{"pending secret", 64, []string{"a secret-value-18chr"}, "a [REDACTED]"},
 	}
 	for _, tt := range tests {
-		r := newRing(4)
+		tail := newStderrTail(tt.size, redact)
 		for _, w := range tt.writes {
-			if n, err := r.Write([]byte(w)); n != len(w) || err != nil {
-				t.Fatalf("Write(%q) = %d, %v", w, n, err)
+			if n, err := tail.Write([]byte(w)); n != len(w) || err != nil {
+				t.Fatalf("%s: Write(%q) = %d, %v", tt.name, w, n, err)
 			}
 		}
-		if got := string(r.bytes()); got != tt.want {
-			t.Errorf("ring(4) after %q = %q, want %q", tt.writes, got, tt.want)
+		if got := tail.String(); got != tt.want {
+			t.Errorf("%s: tail = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestStderrTailOverlongLine: a line far longer than the tail loses its
+// beginning, and with it every piece of a secret that straddled the cut,
+// even when redacting what follows shrinks the line a lot.
+func TestStderrTailOverlongLine(t *testing.T) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 400; i++ {
+		fmt.Fprintf(&sb, "%x-", i*7919)
+	}
+	secret := sb.String()
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[REDACTED]") }
+	for _, after := range []int{0, 1, 40} {
+		tail := newStderrTail(1024, redact)
+		window := 1024 + stderrCutMargin
+		// Written in chunks of 100 bytes, the line is trimmed when it
+		// first passes 2*window bytes, to its last window bytes: put a
+		// secret across that cut, then after more copies of it (which
+		// redaction shrinks), the end.
+		const chunk = 100
+		cutAt := (2*window/chunk+1)*chunk - window
+		line := strings.Repeat("h", cutAt-10) + strings.Repeat(secret, 1+after) + " end\n"
+		for i := 0; i < len(line); i += chunk {
+			_, _ = tail.Write([]byte(line[i:min(i+chunk, len(line))]))
+		}
+		got := tail.String()
+		for i := 0; i+6 <= len(secret); i++ {
+			if strings.Contains(got, secret[i:i+6]) {
+				t.Fatalf("%d copies after: the tail %q holds %q, a piece of the secret", after, got, secret[i:i+6])
+			}
+		}
+		if !strings.HasSuffix(got, " end\n") || len(got) > 1024 {
+			t.Errorf("%d copies after: tail of %d bytes ends %q", after, len(got), got[max(0, len(got)-20):])
 		}
 	}
 }

@@ -40,6 +40,9 @@ var schemaPrinter = message.NewPrinter(language.English)
 // uncallable; the server still checks its own input.
 type SchemaCache struct {
 	max int
+	// redact removes secret values from messages before they are cut
+	// (Options.Redact); nil removes nothing.
+	redact func(string) string
 
 	// compiles counts compilations (tests check cache hits with it).
 	compiles atomic.Int64
@@ -109,9 +112,9 @@ func (c *SchemaCache) check(schema []byte, instance []byte) (string, error) {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return cleanText(err.Error(), maxSchemaMessage), nil
+		return c.clean(err.Error(), maxSchemaMessage), nil
 	}
-	return describeValidation(ve), nil
+	return c.describeValidation(ve), nil
 }
 
 // compiled returns the compiled schema, compiling it on a miss.
@@ -151,7 +154,7 @@ func (c *SchemaCache) compiled(schema []byte) (*jsonschema.Schema, error) {
 	c.mu.Unlock()
 
 	// Two callers missing at once both compile; the result is the same.
-	sch, err := compileSchema(canon, key)
+	sch, err := c.compileSchema(canon, key)
 	c.compiles.Add(1)
 
 	c.mu.Lock()
@@ -175,10 +178,10 @@ func (c *SchemaCache) compiled(schema []byte) (*jsonschema.Schema, error) {
 // plainly not the document and is refused by the loader.
 const schemaBase = "https://schema.pikod.invalid/"
 
-func compileSchema(schema []byte, key [32]byte) (*jsonschema.Schema, error) {
+func (c *SchemaCache) compileSchema(schema []byte, key [32]byte) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, schemaInvalid(fmt.Errorf("it is not JSON: %w", err))
+		return nil, c.schemaInvalid(fmt.Errorf("it is not JSON: %w", err))
 	}
 	comp := jsonschema.NewCompiler()
 	comp.DefaultDraft(jsonschema.Draft2020)
@@ -186,18 +189,27 @@ func compileSchema(schema []byte, key [32]byte) (*jsonschema.Schema, error) {
 	comp.UseRegexpEngine(lenientRegexp)
 	loc := schemaBase + hex.EncodeToString(key[:8]) + ".json"
 	if err := comp.AddResource(loc, doc); err != nil {
-		return nil, schemaInvalid(err)
+		return nil, c.schemaInvalid(err)
 	}
 	sch, err := comp.Compile(loc)
 	if err != nil {
-		return nil, schemaInvalid(err)
+		return nil, c.schemaInvalid(err)
 	}
 	return sch, nil
 }
 
-func schemaInvalid(err error) error {
+// clean is a message quoting a schema or an instance: redacted, then safe
+// for a terminal in one line and cut to max characters.
+func (c *SchemaCache) clean(s string, max int) string {
+	if c.redact != nil {
+		s = c.redact(s)
+	}
+	return contracts.SafeText(s, contracts.OneLine, max)
+}
+
+func (c *SchemaCache) schemaInvalid(err error) error {
 	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "tool_schema_invalid",
-		"the tool's schema cannot be used: %s", cleanText(err.Error(), maxSchemaMessage)),
+		"the tool's schema cannot be used: %s", c.clean(err.Error(), maxSchemaMessage)),
 		"the server publishes a broken schema; report it to the server's authors")
 }
 
@@ -211,7 +223,8 @@ var errExternalRef = errors.New("pikod follows only references inside the tool's
 type refusingLoader struct{}
 
 func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external $ref %q is not followed: %w", truncate(url, 200), errExternalRef)
+	// Quoted whole: the compile error is redacted, then cut.
+	return nil, fmt.Errorf("external $ref %q is not followed: %w", url, errExternalRef)
 }
 
 // lenientRegexp compiles patterns with Go's regexp; a pattern it cannot
@@ -234,7 +247,7 @@ func (unenforcedPattern) MatchString(string) bool { return true }
 // (a JSON Pointer) and which keyword failed. Messages that would quote the
 // instance's values (pattern, format, bounds) are replaced by ones naming
 // only the schema's side.
-func describeValidation(ve *jsonschema.ValidationError) string {
+func (c *SchemaCache) describeValidation(ve *jsonschema.ValidationError) string {
 	var leaves []*jsonschema.ValidationError
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -254,12 +267,12 @@ func describeValidation(ve *jsonschema.ValidationError) string {
 			break
 		}
 		loc := "/" + strings.Join(escapePointer(e.InstanceLocation), "/")
-		parts = append(parts, fmt.Sprintf("at %s: %s", cleanText(loc, 200), leafMessage(e.ErrorKind)))
+		parts = append(parts, fmt.Sprintf("at %s: %s", c.clean(loc, 200), c.clean(leafMessage(e.ErrorKind), 300)))
 	}
 	if len(parts) == 0 {
 		return "the value does not match"
 	}
-	return cleanText(strings.Join(parts, "; "), maxSchemaMessage)
+	return c.clean(strings.Join(parts, "; "), maxSchemaMessage)
 }
 
 func escapePointer(tokens []string) []string {
@@ -273,7 +286,7 @@ func escapePointer(tokens []string) []string {
 func leafMessage(k jsonschema.ErrorKind) string {
 	switch k := k.(type) {
 	case *kind.Pattern:
-		return fmt.Sprintf("pattern: does not match %q", truncate(k.Want, 200))
+		return fmt.Sprintf("pattern: does not match %q", k.Want)
 	case *kind.Format:
 		return fmt.Sprintf("format: not a valid %s", k.Want)
 	case *kind.Minimum:

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -161,9 +159,9 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		}
 		if !canceled && s.state == contracts.StateConnecting {
 			s.state = contracts.StateFailed
-			s.lastErr = cleanText(err.Error(), 2000)
+			s.lastErr = s.sup.clean(err.Error(), 2000)
 		}
-		err = connectError(s.cfg.ID, err)
+		err = s.connectError(err)
 		s.log.Warn().Err(err).Msg("connect failed")
 	} else {
 		// Generations are unique across daemon restarts too, so an action
@@ -184,7 +182,8 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	s.mu.Unlock()
 }
 
-func connectError(id string, err error) error {
+func (s *session) connectError(err error) error {
+	id := s.cfg.ID
 	var ce *contracts.Error
 	var reasoned interface{ Reason() string }
 	if errors.As(err, &ce) || errors.Is(err, contracts.ErrCanceled) || errors.Is(err, contracts.ErrFailedPrecondition) ||
@@ -193,7 +192,7 @@ func connectError(id string, err error) error {
 		return err
 	}
 	return contracts.WithHint(
-		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, cleanText(err.Error(), 2000), contracts.ErrUnavailable), "connect_failed"),
+		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, s.sup.clean(err.Error(), 2000), contracts.ErrUnavailable), "connect_failed"),
 		"see 'pikoctl mcp status "+id+"' for the server's stderr; fix the settings or the server, then 'pikoctl mcp connect "+id+"'")
 }
 
@@ -240,7 +239,7 @@ func (s *session) lostConn(c *conn, why string, state string) {
 	if current {
 		s.conn = nil
 		s.state = state
-		s.lastErr = cleanText(why, 2000)
+		s.lastErr = s.sup.clean(why, 2000)
 	}
 	// close waits for this connection's goroutines, one of which may be
 	// the caller: never wait on ourselves. The goroutine is counted before
@@ -381,7 +380,7 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	if mode == contracts.ProtocolLegacy && mcp.IsModernProtocol(c.protocol) {
 		return nil, fmt.Errorf("server negotiated %s although the legacy protocol was asked for", c.protocol)
 	}
-	c.info = contracts.ServerInfo{Name: cleanText(res.ServerInfo.Name, 200), Version: cleanText(res.ServerInfo.Version, 100)}
+	c.info = contracts.ServerInfo{Name: s.sup.clean(res.ServerInfo.Name, 200), Version: s.sup.clean(res.ServerInfo.Version, 100)}
 	sc := res.Capabilities
 	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil}
 	c.since = time.Now().UTC()
@@ -424,6 +423,7 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		p, err := StartProcess(ProcessSpec{
 			ServerID: s.cfg.ID, Command: s.cfg.Command, Args: s.cfg.Args, Cwd: s.cfg.Cwd, Env: env,
 			MaxLineBytes: s.cfg.MessageLimit(), RunDir: s.sup.opts.RunDir, PATH: s.sup.opts.PATH,
+			Redact: s.sup.opts.Redact,
 		}, s.sup.opts.Records, s.log)
 		if err != nil {
 			return nil, err
@@ -597,7 +597,7 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		}
 	case string(mcp.MethodNotificationProgress):
 		if ok {
-			c.progress.route(n.Params)
+			c.progress.route(n.Params, c.s.sup.clean)
 		}
 	}
 }
@@ -679,25 +679,4 @@ func (c *conn) close() {
 		}
 		c.wg.Wait()
 	})
-}
-
-// cleanText makes server- or OS-supplied text safe to show: control
-// characters become spaces, invalid UTF-8 is replaced, length is bounded.
-func cleanText(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\t':
-			b.WriteRune(' ')
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-		if b.Len() > max {
-			return b.String()[:max] + "…"
-		}
-	}
-	return b.String()
 }

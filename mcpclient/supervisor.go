@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,6 +49,12 @@ type Options struct {
 	// Budgets bound the notifications and log messages each server sends
 	// unasked; zero fields take the defaults (see Budgets).
 	Budgets Budgets
+	// Redact removes known secret values from text; nil removes nothing.
+	// Every text from a server or its process (errors, stderr lines,
+	// names, schema messages) passes it before anything cuts it to a
+	// length, so a cut never leaves a piece of a secret that redaction
+	// can no longer recognise.
+	Redact func(string) string
 }
 
 // Credentials are one server's private values, added after the settings'
@@ -69,6 +76,8 @@ type Supervisor struct {
 	// gen hands out connection generations: seeded from the clock at
 	// start so they never repeat across restarts.
 	gen atomic.Uint64
+	// schemas holds the compiled tool schemas Call validates with.
+	schemas *SchemaCache
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -94,11 +103,45 @@ func NewSupervisor(opts Options) *Supervisor {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*Process]struct{}{}}
+	s.schemas = NewSchemaCache(1024)
+	s.schemas.redact = opts.Redact
 	s.gen.Store(uint64(time.Now().UnixNano()))
 	return s
 }
 
 func (s *Supervisor) nextGeneration() uint64 { return s.gen.Add(1) }
+
+// redact removes known secret values from text (Options.Redact).
+func (s *Supervisor) redact(text string) string {
+	if s.opts.Redact == nil {
+		return text
+	}
+	return s.opts.Redact(text)
+}
+
+// clean makes text from a server or the system fit to show in one line:
+// redacted first, then safe for a terminal and cut to max characters.
+func (s *Supervisor) clean(text string, max int) string {
+	return contracts.SafeText(s.redact(text), contracts.OneLine, max)
+}
+
+// clip is text redacted, then cut to max characters, for names quoted
+// with %q (which escapes what a terminal must not see).
+func (s *Supervisor) clip(text string, max int) string { return clip(s.redact(text), max) }
+
+// clip cuts s to at most n characters, marking a cut with "…". Call it
+// only on text that was redacted, or that cannot hold a secret.
+func clip(s string, n int) string {
+	i := 0
+	for count := 0; i < len(s); count++ {
+		if count == n {
+			return s[:i] + "…"
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s
+}
 
 // Apply replaces the configured servers. Servers whose settings changed or
 // that were removed are stopped (returned in disconnected when they had a
@@ -253,7 +296,7 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 // anything else leaves the outcome unknown.
 func (s *Supervisor) requestError(sess *session, c *conn, what string, err error) error {
 	if u, ok := isUpstream(err); ok {
-		return &upstreamErr{what: what, u: u}
+		return &upstreamErr{what: what, code: u.Code, message: s.clean(u.Message, 1000)}
 	}
 	if errors.Is(err, transport.ErrSessionTerminated) {
 		// The server answered 404 for the session: it did not run the
@@ -281,7 +324,7 @@ func (s *Supervisor) requestError(sess *session, c *conn, what string, err error
 	}
 	return contracts.WithHint(
 		contracts.WithReason(fmt.Errorf("%s on %q failed after it was sent (%s); the outcome is unknown and pikod will not retry it: %w",
-			what, sess.cfg.ID, cleanText(err.Error(), 1000), contracts.ErrOutcomeUnknown), "connection_lost_outcome_unknown"),
+			what, sess.cfg.ID, s.clean(err.Error(), 1000), contracts.ErrOutcomeUnknown), "connection_lost_outcome_unknown"),
 		"check the server for the effect before asking again; 'pikoctl mcp status "+sess.cfg.ID+"' shows why the connection ended")
 }
 
@@ -312,7 +355,7 @@ func (s *Supervisor) unsentError(sess *session, c *conn, what string, err error)
 		}
 		detail = rest
 	}
-	detail = cleanText(detail, 1000)
+	detail = s.clean(detail, 1000)
 	sess.lostConn(c, fmt.Sprintf("%s could not be sent (%s); the connection was closed", what, detail), contracts.StateFailed)
 	return contracts.MarkNotSent(contracts.WithHint(contracts.WithReason(
 		fmt.Errorf("%s on %q could not be sent: %s; nothing reached the server: %w", what, id, detail, contracts.ErrUnavailable),
@@ -320,20 +363,22 @@ func (s *Supervisor) unsentError(sess *session, c *conn, what string, err error)
 		"the server is now failed ('pikoctl mcp status "+id+"' shows why); the call had no effect and can be made again once the server is back"))
 }
 
-// upstreamErr is the server's own error answer, kept apart from ours.
+// upstreamErr is the server's own error answer, kept apart from ours;
+// message is already redacted and cleaned.
 type upstreamErr struct {
-	what string
-	u    *UpstreamError
+	what    string
+	code    int
+	message string
 }
 
 func (e *upstreamErr) Error() string {
-	return fmt.Sprintf("%s: the server answered error %d: %s", e.what, e.u.Code, cleanText(e.u.Message, 1000))
+	return fmt.Sprintf("%s: the server answered error %d: %s", e.what, e.code, e.message)
 }
 func (e *upstreamErr) Unwrap() error { return contracts.ErrUpstream }
 
 // Upstream returns the server's error for the wire's data.upstream.
 func (e *upstreamErr) Upstream() *contracts.UpstreamError {
-	return &contracts.UpstreamError{Code: e.u.Code, Message: cleanText(e.u.Message, 1000)}
+	return &contracts.UpstreamError{Code: e.code, Message: e.message}
 }
 
 // Status returns every server's status in settings order, or one server's.

@@ -1,8 +1,14 @@
 // Package vault owns pikod's secret store: server credentials and OAuth
 // grants kept through 99designs/keyring in one explicitly chosen backend
 // (macOS Keychain, a Linux Secret Service such as GNOME Keyring or KWallet,
-// or an encrypted file directory), and the Secret type that redacts itself
-// wherever it is printed, marshalled or logged.
+// or an encrypted file directory), the Secret type that redacts itself
+// wherever it is printed, marshalled or logged, and redaction: the
+// Redactor holds the set of known secret values (the daemon feeds it the
+// stored credentials and, for one request at a time, an approval
+// passphrase) and is the one place that finds them in JSON values and text
+// (redact.go). Everything else calls it: the socket's frames, results
+// before they are retained, errors, stderr lines, receipts and both log
+// outputs. Values shorter than MinRedactChars are not protected.
 //
 // Backends are never chosen by falling through: Open asks keyring for
 // exactly one backend and checks what it got. "auto" picks the Keychain on

@@ -285,7 +285,7 @@ func (p *progress) update(pp contracts.ProgressParams) {
 		return
 	}
 	p.last, p.shown = time.Now(), true
-	msg := truncate(clean(pp.Message), 40)
+	msg := clip(pp.Message, 40)
 	if pp.Total > 0 {
 		frac := pp.Progress / pp.Total
 		if frac > 1 {
@@ -337,8 +337,8 @@ func (a *app) newActionsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCREATED\tADVICE")
 			for _, x := range res.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(truncate(x.Tool, 30)),
-					cell(x.CreatedAt), cell(truncate(clean(x.Advice), 70)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(clip(x.Tool, 30)),
+					cell(x.CreatedAt), cell(clip(x.Advice, 70)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -397,7 +397,7 @@ func writeReview(w *errWriter, r *contracts.ActionReview) {
 	}
 }
 
-func short(s string) string { return truncate(clean(s), 12) }
+func short(s string) string { return clip(s, 12) }
 
 func (a *app) newReviewCmd() *cobra.Command {
 	return &cobra.Command{

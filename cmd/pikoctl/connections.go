@@ -75,8 +75,8 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nTOOL\tNAME\tGRANT\tDESCRIPTION")
 		for _, t := range c.Tools {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(truncate(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
-				cell(truncate(firstLine(t.Description), 60)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(clip(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
+				cell(clip(firstLine(t.Description), 60)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -100,7 +100,7 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 				desc, _ := m["description"].(string)
 				name = firstLine(desc)
 			}
-			fmt.Fprintf(w, "  %s  %s\n", cell(truncate(id, 80)), clean(truncate(name, 60)))
+			fmt.Fprintf(w, "  %s  %s\n", cell(clip(id, 80)), clip(name, 60))
 		}
 	}
 	return w.err

@@ -335,7 +335,7 @@ func TestDaemonErrors(t *testing.T) {
 		}
 		want := "pikoctl: invalid settings:\n" +
 			"  - server \"x\": command: required for stdio\n" +
-			"  - servers[1].id: duplicate [31mid\n" +
+			"  - servers[1].id: duplicate \\u{001B}[31mid\n" +
 			"hint: see the README\n"
 		if got := ta.errOut.String(); got != want {
 			t.Errorf("stderr = %q, want %q", got, want)
@@ -531,8 +531,8 @@ func TestMCPStatus(t *testing.T) {
 		{"table", full, nil, "", []string{
 			"SERVER  STATE", "LAST ERROR",
 			"files   connected  stdio      yes      2025-06-18  4242  14",
-			"web     failed     http       no       -           -     -      dial tcp: [2Jconnection refused second line",
-			"...\n",
+			"web     failed     http       no       -           -     -      dial tcp: \\u{001B}[2Jconnection refused second line",
+			"…\n",
 			"vault: none (no secrets stored)",
 		}, []string{"\x1b", "past the column width"}},
 		{"one server", full, []string{"web"}, "web", []string{"web"}, nil},

@@ -189,7 +189,7 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 				cell(s.ID), cell(state), cell(s.Transport), yesNo(s.Enabled),
-				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(truncate(clean(s.LastError), maxErrorWidth)))
+				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(clip(s.LastError, maxErrorWidth)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

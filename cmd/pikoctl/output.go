@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -74,35 +71,13 @@ func printRaw(w io.Writer, raw json.RawMessage) error {
 }
 
 // clean makes text that came from the daemon (and possibly from an MCP
-// server behind it) safe for a terminal on one line: whitespace controls
-// become spaces, other control, format and bidi characters are dropped, so
-// a hostile server cannot move the cursor or reorder what the owner reads.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			return ' '
-		case r == utf8.RuneError, unicode.IsControl(r), unicode.Is(unicode.Cf, r):
-			return -1
-		}
-		return r
-	}, s)
-}
+// server behind it) safe for a terminal on one line, with the one
+// sanitiser every side uses (contracts.SafeText): a hostile server cannot
+// move the cursor, restyle or reorder what the owner reads.
+func clean(s string) string { return contracts.SafeText(s, contracts.OneLine, 0) }
 
-// cleanLines is clean applied line by line, keeping the line breaks.
-func cleanLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = clean(l)
-	}
-	return strings.Join(lines, "\n")
-}
+// cleanLines is clean keeping line breaks and tabs.
+func cleanLines(s string) string { return contracts.SafeText(s, contracts.Lines, 0) }
 
-// truncate shortens s to at most n runes, marking the cut with "...".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-3]) + "..."
-}
+// clip is clean bounded to n characters (counted after rendering).
+func clip(s string, n int) string { return contracts.SafeText(s, contracts.OneLine, n) }

@@ -67,7 +67,7 @@ that does not match the chain head. Exit status 0 when the chain is intact,
 			}
 			if verify {
 				if res.Verification == nil {
-					return fmt.Errorf("the daemon answered a verification without one: %s", truncate(clean(string(raw)), 200))
+					return fmt.Errorf("the daemon answered a verification without one: %s", clip(string(raw), 200))
 				}
 				if a.jsonOut {
 					if err := printRaw(a.stdout, raw); err != nil {
@@ -158,7 +158,7 @@ func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
 		fmt.Fprintln(tw, "SEQ\tRECEIPT\tCREATED\tKIND\tSERVER\tTOOL\tSTATUS")
 		for _, r := range res.Receipts {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(shortTime(r.CreatedAt)), cell(r.Kind),
-				cell(r.Server), cell(truncate(clean(r.Tool), 30)), cell(r.Status))
+				cell(r.Server), cell(clip(r.Tool, 30)), cell(r.Status))
 		}
 		if err := tw.Flush(); err != nil {
 			return

@@ -47,7 +47,11 @@ empty line keeps what is stored). {} clears the stored credentials. The
 credentials are bound to the server's command, arguments and working
 directory (or URL): if those change, pikod stops sending them until you
 enter them again. A connected server keeps its old credentials until you
-disconnect and connect it.`,
+disconnect and connect it.
+
+pikod removes every stored value from what it writes (results, errors,
+status, logs), but only values of at least 6 characters: a shorter one
+("1796", "false") is stored and used, and a warning names its field.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := a.readPrivate("credentials for " + args[0] + " as JSON (hidden; empty keeps the stored ones): ")
@@ -71,12 +75,17 @@ disconnect and connect it.`,
 				contracts.SecretParams{Extension: contracts.ExtensionMCP, Server: args[0], Credentials: obj}, &raw); err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.SecretResult
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return fmt.Errorf("decoding the extensions.secret result: %w", err)
+			}
+			if res.Warning != "" {
+				// Stored, but not protected in output: say so where the
+				// owner looks, whatever the output format.
+				fmt.Fprintf(a.stderr, "warning: %s\n", clean(res.Warning))
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
 			}
 			if res.Cleared {
 				fmt.Fprintf(a.stdout, "cleared the credentials of %s (generation %d)\n", clean(res.Server), res.Generation)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/daemon"
+	"github.com/pikod/pikod/vault"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 )
@@ -81,11 +82,13 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer logFile.Close()
-	// Both log outputs pass the redaction set: no known credential value is
-	// ever written to the log file or stderr.
-	red := daemon.NewRedaction()
-	console := zerolog.ConsoleWriter{Out: red.Writer(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
-	log := zerolog.New(zerolog.MultiLevelWriter(red.Writer(logFile), console)).Level(level).With().Timestamp().
+	// Every log event is redacted as JSON, once, before it is written to
+	// the log file and before the console writer formats it for stderr: no
+	// known credential value is ever written to either, and the log file
+	// stays one valid JSON object per line.
+	red := vault.NewRedactor()
+	console := zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
+	log := zerolog.New(red.Writer(zerolog.MultiLevelWriter(logFile, console))).Level(level).With().Timestamp().
 		Str("instance", instance).Logger()
 	if _, ok := os.LookupEnv("DBUS_SESSION_BUS_ADDRESS"); !ok {
 		// The keyring library dials the session bus while the program
@@ -123,7 +126,7 @@ func run(args []string, stderr io.Writer) int {
 	}()
 
 	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
-		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redaction: red})
+		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red})
 	if err != nil {
 		log.Error().Err(err).Msg("pikod stopped")
 		fmt.Fprintf(stderr, "pikod: %v\n", err)
