@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/rs/zerolog"
 )
 
@@ -30,11 +31,11 @@ type session struct {
 	mu         sync.Mutex
 	state      string
 	lastErr    string
-	setup      *setupCall // the connect in progress, shared by its callers
-	conn       *conn      // the live connection, nil unless connected
-	generation uint64     // of the last successful connect; see Supervisor.nextGeneration
-	lastProc   *Process   // for pid, exit status and stderr after a failure
-	stopped    bool       // the session was removed; it never connects again
+	setup      *setupCall    // the connect in progress, shared by its callers
+	conn       *conn         // the live connection, nil unless connected
+	generation uint64        // of the last successful connect; see Supervisor.nextGeneration
+	lastProc   *proc.Process // for pid, exit status and stderr after a failure
+	stopped    bool          // the session was removed; it never connects again
 }
 
 type setupCall struct {
@@ -50,7 +51,7 @@ type conn struct {
 	gen      uint64
 	client   *client.Client
 	raw      *rawRequester
-	proc     *Process // stdio only
+	proc     *proc.Process // stdio only
 	protocol string
 	info     contracts.ServerInfo
 	since    time.Time
@@ -258,7 +259,7 @@ func (s *session) status() contracts.ServerStatus {
 	if s.cfg.Transport == contracts.TransportSSE {
 		st.Notes = append(st.Notes, sseLimitation)
 	}
-	proc := s.lastProc
+	lp := s.lastProc
 	if c := s.conn; c != nil {
 		st.ProtocolVersion = c.protocol
 		info := c.info
@@ -272,11 +273,11 @@ func (s *session) status() contracts.ServerStatus {
 		st.CatalogProblem = cat.Problem
 		st.ChangedTools = changedTools(cat)
 	}
-	if proc != nil {
-		st.StderrTail = proc.StderrTail()
+	if lp != nil {
+		st.StderrTail = SanitizeTerminal(lp.StderrTail())
 		if s.conn != nil {
-			st.PID, st.PGID = proc.PID(), proc.PGID()
-		} else if es := proc.ExitStatus(); es != "" {
+			st.PID, st.PGID = lp.PID(), lp.PGID()
+		} else if es := lp.ExitStatus(); es != "" {
 			st.ExitStatus = es
 		}
 	}
@@ -409,7 +410,7 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		for k, v := range creds.Env {
 			env[k] = v
 		}
-		p, err := StartProcess(ProcessSpec{
+		p, err := proc.Start(proc.Spec{
 			ServerID: s.cfg.ID, Command: s.cfg.Command, Args: s.cfg.Args, Cwd: s.cfg.Cwd, Env: env,
 			MaxLineBytes: s.cfg.MessageLimit(), RunDir: s.sup.opts.RunDir, PATH: s.sup.opts.PATH,
 		}, s.sup.opts.Records, s.log)
@@ -473,7 +474,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 // stdoutEnded runs when the server's stdout ends or breaks a limit.
 func (c *conn) stdoutEnded(err error) {
 	why := "the server closed its stdout"
-	if errors.Is(err, ErrMessageTooLarge) {
+	if errors.Is(err, proc.ErrMessageTooLarge) {
 		why = err.Error()
 	} else if c.proc != nil {
 		// Give the exit status a moment to arrive so the message says it.

@@ -1,4 +1,4 @@
-package mcpclient
+package proc
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ProcessRecord is the durable trace of one server process, written before
-// StartProcess returns and deleted once the process is gone, so a daemon
+// Record is the durable trace of one server process, written before
+// Start returns and deleted once the process is gone, so a daemon
 // that was killed can be cleaned up after by the next one.
-type ProcessRecord struct {
+type Record struct {
 	ServerID string
 	// PID is the process; for a group record it is also the group id.
 	PID  int
@@ -30,12 +30,12 @@ type ProcessRecord struct {
 	HomeDir string
 }
 
-// ProcessRecords stores ProcessRecords durably (bbolt in the daemon),
+// Records stores Records durably (bbolt in the daemon),
 // keyed by PID. Implementations must be safe for concurrent use.
-type ProcessRecords interface {
-	PutProcess(ProcessRecord) error
+type Records interface {
+	PutProcess(Record) error
 	DeleteProcess(pid int) error
-	ListProcesses() ([]ProcessRecord, error)
+	ListProcesses() ([]Record, error)
 }
 
 // ReapOrphans kills what a previous daemon left running: every recorded
@@ -45,7 +45,7 @@ type ProcessRecords interface {
 // records and the homes they name, and returns how many processes it
 // killed. Call it at daemon start, before any server starts. Records of
 // processes that survive stay for the next start and are reported in err.
-func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
+func ReapOrphans(records Records, log zerolog.Logger) (int, error) {
 	recs, err := records.ListProcesses()
 	if err != nil {
 		return 0, fmt.Errorf("reaping orphaned server processes: listing records: %w", err)
@@ -117,7 +117,7 @@ func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
 }
 
 // orphanTargets returns the live processes rec stands for.
-func orphanTargets(rec ProcessRecord, procs []procInfo, byPID map[int]procInfo) []procInfo {
+func orphanTargets(rec Record, procs []procInfo, byPID map[int]procInfo) []procInfo {
 	leader, exists := byPID[rec.PID]
 	if exists && leader.Ticks != rec.StartTicks {
 		// The pid was reused. For a group this also proves the group is

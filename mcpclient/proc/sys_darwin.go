@@ -1,6 +1,6 @@
 //go:build darwin
 
-package mcpclient
+package proc
 
 import (
 	"errors"
