@@ -16,6 +16,7 @@ import (
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/daemon"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 )
@@ -24,10 +25,15 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	// Before anything can start a process: a server gets exactly fds 0, 1
+	// and 2, never a descriptor pikod inherited.
+	inherited, fdErr := proc.MarkInheritedCloseOnExec()
+	os.Exit(run(os.Args[1:], os.Stderr, inherited, fdErr))
 }
 
-func run(args []string, stderr io.Writer) int {
+// run is pikod; inherited are the descriptors it inherited without
+// close-on-exec (marked by main), fdErr what went wrong marking them.
+func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	fs := flag.NewFlagSet("pikod", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	instanceFlag := fs.String("instance", "", "instance name (env "+contracts.EnvInstance+", default \"default\")")
@@ -92,6 +98,12 @@ func run(args []string, stderr io.Writer) int {
 		// loads; without an address it runs dbus-launch, whose bus outlives
 		// pikod.
 		log.Warn().Msg("DBUS_SESSION_BUS_ADDRESS is unset: set it to your session bus, or to disabled: on a machine without one")
+	}
+	if len(inherited) > 0 {
+		log.Info().Ints("fds", inherited).Msg("inherited descriptors marked close-on-exec: servers will not get them")
+	}
+	if fdErr != nil {
+		log.Warn().Err(fdErr).Msg("could not mark every inherited descriptor close-on-exec; servers may inherit them")
 	}
 	if err := daemon.Harden(); err != nil {
 		log.Warn().Err(err).Msg("could not keep the daemon out of core dumps and debuggers")

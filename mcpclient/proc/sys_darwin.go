@@ -88,3 +88,6 @@ func SetSubreaper() error { return nil }
 
 // SweepAdopted does nothing on darwin (see SetSubreaper).
 func SweepAdopted(known func(pid int) bool, log zerolog.Logger) int { return 0 }
+
+// descriptorDir lists the process's open descriptors.
+const descriptorDir = "/dev/fd"

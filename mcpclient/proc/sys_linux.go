@@ -209,3 +209,6 @@ func SweepAdopted(known func(pid int) bool, log zerolog.Logger) int {
 	}
 	return killed
 }
+
+// descriptorDir lists the process's open descriptors.
+const descriptorDir = "/proc/self/fd"
