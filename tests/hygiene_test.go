@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,5 +70,32 @@ func TestChildDescriptors(t *testing.T) {
 	var logged struct{ FDs []int }
 	if err := json.Unmarshal([]byte(line), &logged); err != nil || !slices.Contains(logged.FDs, 3) || !slices.Contains(logged.FDs, 4) {
 		t.Errorf("log line %s (%v): want fds 3 and 4 among the marked", line, err)
+	}
+}
+
+// TestBrokenStderr runs pikod with stderr a pipe whose reader goes away,
+// as `make run 2>&1 | tee log` and Ctrl-C leave it when tee dies first:
+// pikod must still shut down cleanly, remove its socket and keep logging
+// to its log file.
+func TestBrokenStderr(t *testing.T) {
+	t.Parallel()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	d := startDaemon(t, withCmd(func(c *exec.Cmd) { c.Stderr = pw }))
+	// pikod holds its own copy: the pipe breaks when the reader closes.
+	_ = pw.Close()
+	_ = pr.Close()
+	d.stop(t) // SIGINT; asserts exit status 0
+	if _, err := os.Stat(d.socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket %s after the stop: %v; want it removed", d.socket, err)
+	}
+	for _, msg := range []string{"stderr is gone", "shutting down", "stopped serving", "database closed", "pikod stopped cleanly"} {
+		if len(d.logLines(t, msg)) == 0 {
+			t.Errorf("the log file has no line %q", msg)
+		}
 	}
 }

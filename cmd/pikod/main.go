@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +29,11 @@ func main() {
 	// Before anything can start a process: a server gets exactly fds 0, 1
 	// and 2, never a descriptor pikod inherited.
 	inherited, fdErr := proc.MarkInheritedCloseOnExec()
+	// A write to a closed stderr (the reader of `pikod 2>&1 | tee log` died
+	// first) returns EPIPE instead of killing pikod mid-shutdown. Notify,
+	// not Ignore: an ignored signal stays ignored in every server pikod
+	// starts, a handled one is reset to the default there.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stderr, inherited, fdErr))
 }
 
@@ -90,7 +96,11 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	// Both log outputs pass the redaction set: no known credential value is
 	// ever written to the log file or stderr.
 	red := daemon.NewRedaction()
-	console := zerolog.ConsoleWriter{Out: red.Writer(stderr), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
+	fileLog := zerolog.New(red.Writer(logFile)).With().Timestamp().Str("instance", instance).Logger()
+	errOut := &stderrWriter{w: stderr, onBreak: func(err error) {
+		fileLog.Warn().Err(err).Msg("stderr is gone; logging continues to the log file only")
+	}}
+	console := zerolog.ConsoleWriter{Out: red.Writer(errOut), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
 	log := zerolog.New(zerolog.MultiLevelWriter(red.Writer(logFile), console)).Level(level).With().Timestamp().
 		Str("instance", instance).Logger()
 	if _, ok := os.LookupEnv("DBUS_SESSION_BUS_ADDRESS"); !ok {
@@ -147,6 +157,26 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	}
 	log.Info().Msg("pikod stopped cleanly")
 	return 0
+}
+
+// stderrWriter passes log lines to stderr until a write fails (a closed
+// pipe, a full disk behind a redirection), then drops them: the log file
+// still gets every line, and a stderr that is gone must neither fail the
+// other writer nor be reported again on stderr.
+type stderrWriter struct {
+	w       io.Writer
+	onBreak func(error)
+	broken  atomic.Bool
+}
+
+func (s *stderrWriter) Write(p []byte) (int, error) {
+	if s.broken.Load() {
+		return len(p), nil
+	}
+	if _, err := s.w.Write(p); err != nil && s.broken.CompareAndSwap(false, true) && s.onBreak != nil {
+		s.onBreak(err)
+	}
+	return len(p), nil
 }
 
 func isTerminal(w io.Writer) bool {
