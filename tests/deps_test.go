@@ -116,3 +116,26 @@ func depsModuleRoot(t *testing.T) string {
 	}
 	return filepath.Dir(strings.TrimSpace(string(out)))
 }
+
+// TestPikoctlLinksNoBus checks that pikoctl links neither the keyring
+// library nor D-Bus: importing keyring dials the session bus while the
+// program loads (and, without an address, used to start one).
+func TestPikoctlLinksNoBus(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/pikoctl")
+	cmd.Dir = depsModuleRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/pikoctl: %v", err)
+	}
+	n := 0
+	for pkg := range strings.Lines(string(out)) {
+		pkg = strings.TrimSpace(pkg)
+		n++
+		if hasPrefix(pkg, []string{"github.com/99designs/keyring", "github.com/godbus/dbus", "github.com/pikod/pikod/vault"}) {
+			t.Errorf("pikoctl links %s", pkg)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("go list listed %d packages for pikoctl: %q", n, out)
+	}
+}

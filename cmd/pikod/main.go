@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"a.pikod.internal/busenv"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/daemon"
 	"github.com/pikod/pikod/mcpclient/proc"
@@ -103,11 +104,14 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	console := zerolog.ConsoleWriter{Out: red.Writer(errOut), TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
 	log := zerolog.New(zerolog.MultiLevelWriter(red.Writer(logFile), console)).Level(level).With().Timestamp().
 		Str("instance", instance).Logger()
-	if _, ok := os.LookupEnv("DBUS_SESSION_BUS_ADDRESS"); !ok {
-		// The keyring library dials the session bus while the program
-		// loads; without an address it runs dbus-launch, whose bus outlives
-		// pikod.
-		log.Warn().Msg("DBUS_SESSION_BUS_ADDRESS is unset: set it to your session bus, or to disabled: on a machine without one")
+	// busenv settled the session bus address before the keyring library
+	// could start a bus (its init runs first); say what it did.
+	switch bus := busenv.Result(); bus.Set {
+	case "":
+	case busenv.Disabled:
+		log.Warn().Msg(bus.Why + ": the secret-service vault is unavailable; set " + busenv.Variable + " to use one")
+	default:
+		log.Info().Str("address", bus.Set).Msg(bus.Why)
 	}
 	if len(inherited) > 0 {
 		log.Info().Ints("fds", inherited).Msg("inherited descriptors marked close-on-exec: servers will not get them")
