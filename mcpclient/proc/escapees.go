@@ -9,8 +9,10 @@ const (
 )
 
 // Owns reports whether pid belongs to this server: its leader, a recorded
-// escapee, or (until the leader is reaped) a member of its group. The
-// supervisor's known func for SweepAdopted is built from it.
+// escapee, (until the leader is reaped) a member of its group, or a
+// process that carries the server's mark. The supervisor's known func for
+// SweepAdopted is built from it, so an orphan of one server is not taken
+// for an orphan of another.
 func (p *Process) Owns(pid int) bool {
 	if pid == p.pid {
 		return true
@@ -22,14 +24,15 @@ func (p *Process) Owns(pid int) bool {
 	if esc {
 		return true
 	}
-	if reaped {
+	info, ok := readProc(pid)
+	if !ok {
 		return false
 	}
-	info, ok := readProc(pid)
-	return ok && info.PGID == p.pid
+	if !reaped && info.PGID == p.pid {
+		return true
+	}
+	return !info.Zombie && info.Ticks >= p.ticks && carriesMark(info, p.mark)
 }
-
-// own waits for the leader to exit and publishes how it ended.
 
 func (p *Process) scanLoop() {
 	defer close(p.scanDone)
@@ -46,12 +49,15 @@ func (p *Process) scanLoop() {
 	}
 }
 
-// ScanNow looks for descendants of the group that left it (setsid, setpgid)
-// and records each, with its start time, as an escapee that Stop and
-// ReapOrphans will kill. It runs every second on its own; an escapee that
-// appears and detaches from the tree (its parent exits) between two scans
-// is missed, and so is one that double-forks away after pikod died. It
-// returns how many new escapees it recorded.
+// ScanNow looks for the server's processes outside its group and records
+// each, with its start time, as an escapee that Stop and ReapOrphans will
+// kill: descendants of the group or of known escapees that left it
+// (setsid, setpgid), and every process carrying the server's mark,
+// wherever it is in the process tree (a double fork re-parents the
+// grandchild to pikod or to init, out of reach of the tree walk). It runs
+// every second on its own and in Stop. Only a process that both built a
+// new environment without the mark and detached from the tree between
+// two scans is missed. It returns how many new escapees it recorded.
 func (p *Process) ScanNow() int {
 	p.scanMu.Lock()
 	defer p.scanMu.Unlock()
@@ -90,6 +96,15 @@ func (p *Process) ScanNow() int {
 			p.forgetEscapee(pid)
 		}
 	}
+	// Marked processes not yet known: group members carry the mark too,
+	// but need no reading.
+	var others []procInfo
+	for _, pr := range procs {
+		if _, isKnown := known[pr.PID]; pr.PGID != p.pid && !isKnown {
+			others = append(others, pr)
+		}
+	}
+	queue = append(queue, markedIn(others, p.mark, p.ticks, p.unmarked)...)
 	seen := make(map[int]bool)
 	var found []procInfo
 	for len(queue) > 0 {

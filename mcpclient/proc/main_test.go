@@ -84,6 +84,36 @@ func childMain(mode string) int {
 			return 1
 		}
 		fmt.Printf("pids %d\n", esc)
+	case "doublefork":
+		// A helper: one child in our group (and session), then exit, so
+		// the child is re-parented.
+		gc, err := spawnSelf("sleep", false)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("pids %d\n", gc)
+	case "escape2":
+		// Double fork: a helper in its own session starts a grandchild
+		// and exits, so the grandchild is re-parented to the subreaper,
+		// away from the tree, before any scan can have seen it.
+		exe, err := os.Executable()
+		if err != nil {
+			return 1
+		}
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), envMode+"=doublefork")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		// Not captured: the grandchild would hold the pipe open.
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		f := strings.Fields(string(out))
+		if err != nil || len(f) != 2 {
+			fmt.Fprintln(os.Stderr, "double fork:", err, string(out))
+			return 1
+		}
+		fmt.Printf("pids %d %s\n", os.Getpid(), f[1])
+		time.Sleep(300 * time.Second)
 	case "bigline":
 		n, _ := strconv.Atoi(os.Getenv("PIKO_PROCTEST_N"))
 		w := bufio.NewWriter(os.Stdout)
@@ -262,15 +292,16 @@ func assertNoRecords(t *testing.T, recs *memRecords) {
 }
 
 // startRaw starts a child outside of Process, as a killed daemon would
-// have left it; the caller reads its stdout.
-func startRaw(t *testing.T, mode string, attr *syscall.SysProcAttr) (*exec.Cmd, *bufio.Reader) {
+// have left it, with env added to its environment; the caller reads its
+// stdout.
+func startRaw(t *testing.T, mode string, attr *syscall.SysProcAttr, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(testExe(t))
-	cmd.Env = []string{envMode + "=" + mode, "DBUS_SESSION_BUS_ADDRESS=disabled:"}
+	cmd.Env = append([]string{envMode + "=" + mode, "DBUS_SESSION_BUS_ADDRESS=disabled:"}, env...)
 	cmd.Stdout = w
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = attr

@@ -27,6 +27,8 @@ type Process struct {
 	ticks     uint64
 	startedAt time.Time
 	home      string
+	// mark is the value of MarkVariable in the server's environment.
+	mark string
 
 	stdin  *stdinWriter
 	stdout *lineCapReader
@@ -42,13 +44,16 @@ type Process struct {
 	stopOnce sync.Once
 	stopErr  error
 
-	// scanMu serialises escapee scans (the loop, ScanNow and Stop).
+	// scanMu serialises escapee scans (the loop, ScanNow and Stop) and
+	// guards unmarked.
 	scanMu sync.Mutex
+	// unmarked caches the processes a scan found without the mark.
+	unmarked map[procKey]bool
 
 	// mu guards the fields that follow.
 	mu         sync.Mutex
 	exitStatus string
-	escapees   map[int]uint64 // pid -> start ticks of recorded setsid escapees
+	escapees   map[int]uint64 // pid -> start ticks of recorded escapees
 	reaped     bool           // the leader was reaped: its pgid may be reused
 	closeErr   error
 }
@@ -106,6 +111,7 @@ func (p *Process) setCloseReason(err error) {
 	}
 }
 
+// own waits for the leader to exit and publishes how it ended.
 func (p *Process) own() {
 	status := awaitExit(p)
 	p.mu.Lock()

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -38,6 +40,28 @@ func TestReapOrphans(t *testing.T) {
 	_ = readLine(t, outE)
 	e := cmdE.Process.Pid
 
+	// M: a process carrying the mark of a group whose leader (D) is gone,
+	// in no recorded group, not recorded itself: found by the mark. O
+	// carries the same mark but started before D, so it cannot be a
+	// descendant of D: it must not be touched.
+	mark := "test-mark-" + strconv.Itoa(os.Getpid())
+	cmdO, outO := startRaw(t, "noread", &syscall.SysProcAttr{Setsid: true}, MarkVariable+"="+mark)
+	_ = readLine(t, outO)
+	o := cmdO.Process.Pid
+	t.Cleanup(func() { _ = cmdO.Process.Kill(); _ = cmdO.Wait() })
+	time.Sleep(50 * time.Millisecond) // start times count in clock ticks (10 ms)
+	cmdD, outD := startRaw(t, "noread", &syscall.SysProcAttr{Setpgid: true})
+	_ = readLine(t, outD)
+	dPID, ticksD := cmdD.Process.Pid, ticksOf(t, cmdD.Process.Pid)
+	if ticksOf(t, o) >= ticksD {
+		t.Fatalf("O started at %d, not before D at %d", ticksOf(t, o), ticksD)
+	}
+	_ = cmdD.Process.Kill()
+	_ = cmdD.Wait()
+	cmdM, outM := startRaw(t, "noread", &syscall.SysProcAttr{Setsid: true}, MarkVariable+"="+mark)
+	_ = readLine(t, outM)
+	m := cmdM.Process.Pid
+
 	put := func(r Record) {
 		if err := recs.PutProcess(r); err != nil {
 			t.Fatal(err)
@@ -48,6 +72,7 @@ func TestReapOrphans(t *testing.T) {
 	put(Record{ServerID: "e", PID: e, PGID: e, StartTicks: ticksOf(t, e), Escapee: true})
 	put(Record{ServerID: "c", PID: c[0], PGID: c[0], StartTicks: ticksC})
 	put(Record{ServerID: "ghost", PID: 1 << 30, PGID: 1 << 30, StartTicks: 1})
+	put(Record{ServerID: "m", PID: dPID, PGID: dPID, StartTicks: ticksD, Mark: mark})
 	if err := cmdC.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,17 +82,20 @@ func TestReapOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReapOrphans: %v", err)
 	}
-	// A's leader and grandchild, C's grandchild, E.
-	if killed != 4 {
-		t.Errorf("ReapOrphans killed %d, want 4", killed)
+	// A's leader and grandchild, C's grandchild, E, M.
+	if killed != 5 {
+		t.Errorf("ReapOrphans killed %d, want 5", killed)
 	}
-	for _, pid := range []int{a[0], a[1], c[1], e} {
+	for _, pid := range []int{a[0], a[1], c[1], e, m} {
 		if exists(pid) {
 			t.Errorf("pid %d survived ReapOrphans", pid)
 		}
 	}
 	if info, ok := readProc(b); !ok || info.Zombie {
 		t.Errorf("pid %d with mismatched start ticks was hit (exists %v, zombie %v)", b, ok, info.Zombie)
+	}
+	if info, ok := readProc(o); !ok || info.Zombie {
+		t.Errorf("pid %d, marked but older than its record's leader, was hit (exists %v, zombie %v)", o, ok, info.Zombie)
 	}
 	assertNoRecords(t, recs)
 	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
@@ -134,5 +162,33 @@ func TestCleanRunDir(t *testing.T) {
 	}
 	if n, err := CleanRunDir(filepath.Join(dir, "missing"), nil); n != 0 || err != nil {
 		t.Errorf("CleanRunDir(missing) = %d, %v", n, err)
+	}
+}
+
+func TestParseProcArgs2(t *testing.T) {
+	argc := func(n byte) []byte { return []byte{n, 0, 0, 0} }
+	join := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+		ok   bool
+	}{
+		{"args and env", join(argc(2), []byte("/bin/x\x00\x00\x00x\x00-v\x00A=1\x00"+MarkVariable+"=m\x00\x00junk")), "A=1\x00" + MarkVariable + "=m", true},
+		{"no env", join(argc(1), []byte("/bin/x\x00x\x00")), "", true},
+		{"cut short", join(argc(3), []byte("/bin/x\x00x\x00")), "", false},
+		{"too short", []byte{1}, "", false},
+	}
+	for _, tt := range tests {
+		got, err := parseProcArgs2(tt.in)
+		if (err == nil) != tt.ok || string(got) != tt.want {
+			t.Errorf("%s: parseProcArgs2 = %q, %v; want %q, ok %v", tt.name, got, err, tt.want, tt.ok)
+		}
 	}
 }

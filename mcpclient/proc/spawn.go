@@ -137,7 +137,11 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 	if err := os.MkdirAll(spec.RunDir, 0o700); err != nil {
 		return nil, fmt.Errorf("starting server %q: creating run dir: %w", spec.ServerID, err)
 	}
-	home, env, err := makeHome(spec)
+	mark, err := newMark()
+	if err != nil {
+		return nil, fmt.Errorf("starting server %q: %w", spec.ServerID, err)
+	}
+	home, env, err := makeHome(spec, mark)
 	if err != nil {
 		return nil, fmt.Errorf("starting server %q: %w", spec.ServerID, err)
 	}
@@ -206,6 +210,8 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 		stopScan:   make(chan struct{}),
 		scanDone:   make(chan struct{}),
 		escapees:   make(map[int]uint64),
+		mark:       mark,
+		unmarked:   make(map[procKey]bool),
 	}
 	p.stdin = &stdinWriter{p: p, f: inW, timeout: spec.WriteTimeout}
 	p.stdout = &lineCapReader{p: p, f: outR, max: spec.MaxLineBytes}
@@ -220,7 +226,7 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 		err = fmt.Errorf("reading the start time of pid %d", p.pid)
 	} else {
 		p.ticks = info.Ticks
-		err = records.PutProcess(Record{ServerID: spec.ServerID, PID: p.pid, PGID: p.pid, StartTicks: p.ticks, HomeDir: home})
+		err = records.PutProcess(Record{ServerID: spec.ServerID, PID: p.pid, PGID: p.pid, StartTicks: p.ticks, HomeDir: home, Mark: mark})
 	}
 	if err != nil {
 		// Without a durable record a daemon crash would leak the group:
@@ -308,8 +314,9 @@ var homeSubdirs = [][2]string{
 
 // makeHome creates RunDir/<id>-<random> with its XDG tree and returns the
 // child's whole environment, built from nothing: pikod's own environment
-// may hold tokens and must never leak to a server.
-func makeHome(spec Spec) (string, []string, error) {
+// may hold tokens and must never leak to a server. MarkVariable=mark comes
+// last, so no configured env can replace it.
+func makeHome(spec Spec, mark string) (string, []string, error) {
 	home, err := os.MkdirTemp(spec.RunDir, safeName(spec.ServerID)+"-")
 	if err != nil {
 		return "", nil, fmt.Errorf("creating a disposable home: %w", err)
@@ -331,6 +338,7 @@ func makeHome(spec Spec) (string, []string, error) {
 	for k, v := range spec.Env {
 		vars[k] = v
 	}
+	vars[MarkVariable] = mark
 	env := make([]string, 0, len(vars))
 	for k, v := range vars {
 		env = append(env, k+"="+v)

@@ -24,6 +24,7 @@ func TestProcessEnvIsScrubbed(t *testing.T) {
 	t.Setenv("PIKO_CANARY_PROCESS", "canary-7f3a")
 	spec := baseSpec(t, "env")
 	spec.Env["FOO"] = "bar baz"
+	spec.Env[MarkVariable] = "forged" // the mark is pikod's, never the settings'
 	spec.PATH = "/usr/bin:relative::/bin"
 	recs := newMemRecords()
 	p := startTest(t, spec, recs)
@@ -43,7 +44,7 @@ func TestProcessEnvIsScrubbed(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"DBUS_SESSION_BUS_ADDRESS", "FOO", "HOME", "LANG", "LC_ALL", "PATH", envMode, "TMPDIR",
+	want := []string{"DBUS_SESSION_BUS_ADDRESS", "FOO", "HOME", "LANG", "LC_ALL", "PATH", MarkVariable, envMode, "TMPDIR",
 		"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME"}
 	sort.Strings(want)
 	if strings.Join(keys, " ") != strings.Join(want, " ") {
@@ -72,8 +73,9 @@ func TestProcessEnvIsScrubbed(t *testing.T) {
 			t.Errorf("%s=%q is outside the home %q", k, env[k], p.HomeDir())
 		}
 	}
-	if recs, _ := recs.ListProcesses(); len(recs) != 1 || recs[0].PID != p.PID() || recs[0].StartTicks == 0 || recs[0].HomeDir != p.HomeDir() {
-		t.Errorf("records while running = %+v, want one group record for pid %d", recs, p.PID())
+	if recs, _ := recs.ListProcesses(); len(recs) != 1 || recs[0].PID != p.PID() || recs[0].StartTicks == 0 || recs[0].HomeDir != p.HomeDir() ||
+		recs[0].Mark != env[MarkVariable] || len(recs[0].Mark) != 32 {
+		t.Errorf("records while running = %+v, want one group record for pid %d with the mark %q", recs, p.PID(), env[MarkVariable])
 	}
 
 	stopTest(t, p)

@@ -16,10 +16,13 @@ const (
 	// pollEvery is how often /proc is re-read while waiting for a group to
 	// empty. Exit of the leader is seen at once through Done.
 	pollEvery = 20 * time.Millisecond
+	// killRounds bounds the SIGKILL rounds of Stop (scan, kill, wait).
+	killRounds = 3
 )
 
 // Stop ends the child: close stdin, wait CloseGrace, SIGTERM the group and
-// the recorded escapees, wait TermGrace, SIGKILL them; then reap, remove
+// the escapees (ScanNow finds them), wait TermGrace, SIGKILL them, scan
+// again and SIGKILL what it found until nothing is left; then reap, remove
 // the home and delete the records. A done ctx skips the graceful waits.
 // It is idempotent and safe to call concurrently; later callers get the
 // first result. Records are kept when something survived SIGKILL so the
@@ -36,17 +39,31 @@ func (p *Process) stop(ctx context.Context, graceful bool) error {
 	if graceful {
 		p.waitGone(ctx, p.spec.CloseGrace)
 	}
+	// Whatever left the group meanwhile (by the tree or by the mark) is
+	// recorded before anything is signalled: an empty group does not mean
+	// that nothing of the server runs.
+	p.ScanNow()
 	if graceful && p.alive() > 0 && ctx.Err() == nil {
-		p.ScanNow()
 		p.signalAll(syscall.SIGTERM)
 		p.waitGone(ctx, p.spec.TermGrace)
 	}
 	var errs []error
-	if p.alive() > 0 {
+	// A process that forked while it had SIGTERM to handle may have left
+	// a child nobody recorded yet: scan again after each SIGKILL round,
+	// until a round finds nothing alive.
+	for round := 0; ; round++ {
 		p.ScanNow()
+		if p.alive() == 0 {
+			break
+		}
+		if round == killRounds {
+			errs = append(errs, fmt.Errorf("stopping server %q: processes of group %d kept appearing after %d SIGKILL rounds", p.spec.ServerID, p.pid, killRounds))
+			break
+		}
 		p.signalAll(syscall.SIGKILL)
 		if !p.waitGone(context.Background(), killWait) {
 			errs = append(errs, fmt.Errorf("stopping server %q: processes of group %d survived SIGKILL", p.spec.ServerID, p.pid))
+			break
 		}
 	}
 	select {
@@ -152,8 +169,11 @@ func (p *Process) alive() int {
 			continue
 		}
 		if pr.Zombie {
-			if pr.PPID == self {
-				reapChild(pr.PID, 0)
+			// A multi-threaded process shows as a zombie once its main
+			// thread exited, before wait can take it: count it until it
+			// is reaped, or it would stay a zombie of pikod.
+			if pr.PPID == self && !reapChild(pr.PID, 0) {
+				n++
 			}
 			continue
 		}

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -59,4 +61,57 @@ func TestProcessStopEscalation(t *testing.T) {
 		t.Errorf("ExitStatus = %q, want signal: killed (SIGTERM is ignored)", got)
 	}
 	assertNoRecords(t, recs)
+}
+
+// TestProcessStopFindsMarkedOrphans stops servers whose descendants were
+// re-parented to pikod (the subreaper) before any scan could see them in
+// the tree: only the mark in their environment says whose they are.
+func TestProcessStopFindsMarkedOrphans(t *testing.T) {
+	becomeSubreaper(t)
+	tests := []struct {
+		mode string
+		// orphanAt is the index of the orphan's pid in the child's line.
+		orphanAt int
+		// leaderExits: the leader exits at once, leaving an empty group.
+		leaderExits bool
+	}{
+		{"orphan", 0, true},
+		{"escape2", 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			recs := newMemRecords()
+			spec := baseSpec(t, tt.mode)
+			// A race-enabled child lingers 1 s after exiting by default:
+			// the parents of the orphans must be gone before the first
+			// scan (after 200 ms) could see the orphans in the tree.
+			spec.Env["GORACE"] = "atexit_sleep_ms=0"
+			p := startTest(t, quickKill(spec), recs)
+			pids := parsePids(t, readLine(t, bufio.NewReader(p.Stdout())))
+			orphan := pids[tt.orphanAt]
+			t.Cleanup(func() {
+				if info, ok := readProc(orphan); ok && !info.Zombie {
+					_ = syscall.Kill(orphan, syscall.SIGKILL)
+				}
+				reapChild(orphan, time.Second)
+			})
+			if tt.leaderExits {
+				<-p.Done()
+			}
+			info, ok := readProc(orphan)
+			if !ok || info.PPID != os.Getpid() || info.PGID == p.PID() {
+				t.Fatalf("orphan %d: exists %v, ppid %d, pgid %d; want re-parented to the test (%d), outside group %d",
+					orphan, ok, info.PPID, info.PGID, os.Getpid(), p.PID())
+			}
+			if !p.Owns(orphan) {
+				t.Errorf("Owns(%d) = false for a process carrying the server's mark", orphan)
+			}
+			stopTest(t, p)
+			if info, ok := readProc(orphan); ok {
+				t.Errorf("orphan %d survived Stop: %+v (test pid %d)", orphan, info, os.Getpid())
+			}
+			assertNoRecords(t, recs)
+		})
+	}
 }
