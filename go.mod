@@ -3,6 +3,7 @@ module github.com/pikod/pikod
 go 1.26.8
 
 require (
+	a.pikod.internal/busenv v0.0.0
 	github.com/99designs/keyring v1.2.2
 	github.com/creack/pty v1.1.24
 	github.com/godbus/dbus v0.0.0-20190726142602-4481cbc300e2
@@ -34,3 +35,5 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 )
+
+replace a.pikod.internal/busenv => ./vault/internal/busenv

@@ -14,6 +14,7 @@ import (
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/pikod/pikod/rpc"
 	"github.com/pikod/pikod/vault"
 	"github.com/rs/zerolog"
@@ -104,16 +105,16 @@ func Run(ctx context.Context, cfg Config) error {
 	// Processes a killed daemon left behind are ended before anything new
 	// starts; orphans of our own servers get reparented to us from now on.
 	records := processRecords{db}
-	if err := mcpclient.SetSubreaper(); err != nil {
+	if err := proc.SetSubreaper(); err != nil {
 		log.Warn().Err(err).Msg("cannot become a child subreaper; escaped server descendants will not be adopted")
 	}
-	if n, err := mcpclient.ReapOrphans(records, log.With().Str("component", "reaper").Logger()); err != nil {
+	if n, err := proc.ReapOrphans(records, log.With().Str("component", "reaper").Logger()); err != nil {
 		log.Error().Err(err).Msg("reaping processes left by a previous daemon")
 	} else if n > 0 {
 		log.Warn().Int("killed", n).Msg("ended processes left behind by a previous daemon")
 	}
 	runDir := filepath.Join(cfg.StateDir, "run")
-	if _, err := mcpclient.CleanRunDir(runDir, func(string) bool { return false }); err != nil {
+	if _, err := proc.CleanRunDir(runDir, func(string) bool { return false }); err != nil {
 		log.Warn().Err(err).Msg("removing disposable server homes left by a previous daemon")
 	}
 	if cfg.Redactor == nil {
@@ -274,7 +275,7 @@ func (d *daemon) loadSettings() error {
 // processRecords keeps the supervisor's process records in the database.
 type processRecords struct{ db *approvals.DB }
 
-func (r processRecords) PutProcess(rec mcpclient.ProcessRecord) error {
+func (r processRecords) PutProcess(rec proc.Record) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -284,14 +285,14 @@ func (r processRecords) PutProcess(rec mcpclient.ProcessRecord) error {
 
 func (r processRecords) DeleteProcess(pid int) error { return r.db.DeleteProcess(pid) }
 
-func (r processRecords) ListProcesses() ([]mcpclient.ProcessRecord, error) {
+func (r processRecords) ListProcesses() ([]proc.Record, error) {
 	raw, err := r.db.ListProcesses()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]mcpclient.ProcessRecord, 0, len(raw))
+	out := make([]proc.Record, 0, len(raw))
 	for _, b := range raw {
-		var rec mcpclient.ProcessRecord
+		var rec proc.Record
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return nil, fmt.Errorf("decoding a process record: %w", err)
 		}

@@ -1,17 +1,17 @@
 // Package mcpclient owns one supervised session per configured MCP server:
-// stdio children in their own process groups with scrubbed environments
-// and disposable homes, guarded HTTP and SSE clients, the protocol era,
+// stdio children (started and stopped through mcpclient/proc, which owns
+// the processes), guarded HTTP and SSE clients, the protocol era,
 // complete catalogs with model-facing names and definition digests, and
 // the requests pikod sends.
 //
 // A Supervisor holds the sessions; each session has at most one live
 // connection, shared by concurrent callers, and never reconnects by itself.
 //
-// It may import contracts, mark3labs/mcp-go, golang.org/x/oauth2,
+// It may import contracts, mcpclient/proc, mark3labs/mcp-go, golang.org/x/oauth2,
 // golang.org/x/sys, santhosh-tekuri/jsonschema/v6 (with golang.org/x/text)
 // and zerolog; never daemon, rpc, vault or approvals (the
 // daemon passes it what it needs through small interfaces such as
-// ProcessRecords and Pins).
+// proc.Records and Pins).
 //
 // Text from servers and their processes is redacted (Options.Redact, the
 // vault's) before anything cuts it to a length, and made safe for a

@@ -3,19 +3,20 @@ package mcpclient
 import (
 	"errors"
 	"net/http"
+
+	"github.com/pikod/pikod/mcpclient/proc"
 )
 
-// unsentError is the lowest layers' record that one message provably never
-// left pikod: the stdin writer wrote not one byte of a frame, or the
-// guarded HTTP client handed the request to no connection that could have
-// carried a byte of it. It is a fact about one write or one HTTP request,
+// unsentError is the guarded HTTP client's record that one request
+// provably never left pikod: it was handed to no connection that could
+// have carried a byte of it (the stdin writer keeps its own record, see
+// proc.NothingWritten). It is a fact about one write or one HTTP request,
 // not yet about a JSON-RPC request: rawRequester decides whether it is the
 // request's own (see sentNothing), and only then is the failure reported
 // with contracts.MarkNotSent.
 type unsentError struct {
 	err error
-	// method is the HTTP method of the request that was not sent; "" for a
-	// stdio frame.
+	// method is the HTTP method of the request that was not sent.
 	method string
 }
 
@@ -34,10 +35,7 @@ func unsentHTTP(err error) bool {
 
 // unsentFrame reports whether err carries the stdin writer's record that
 // not one byte of the frame it failed to write went out.
-func unsentFrame(err error) bool {
-	var u *unsentError
-	return errors.As(err, &u) && u.method == ""
-}
+func unsentFrame(err error) bool { return proc.NothingWritten(err) }
 
 // requestNotSentError is a request that provably never left pikod, as
 // rawRequester reports it.

@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/proc"
 )
 
 // guardPost POSTs a small JSON body, as mcp-go sends every JSON-RPC
@@ -272,7 +273,7 @@ func TestCallNotSent(t *testing.T) {
 // has no reader) and to one that took the request and died (sent: the
 // outcome is unknown).
 func TestStdioRequestNotSent(t *testing.T) {
-	request := func(t *testing.T, p *Process) error {
+	request := func(t *testing.T, p *proc.Process) error {
 		t.Helper()
 		c := client.NewClient(transport.NewIO(p.Stdout(), p.Stdin(), nil))
 		if err := c.Start(ctxT(t)); err != nil {
@@ -288,7 +289,7 @@ func TestStdioRequestNotSent(t *testing.T) {
 	}
 
 	t.Run("process gone before the write", func(t *testing.T) {
-		p := startTest(t, quickKill(baseSpec(t, "exit3")), newMemRecords())
+		p := startChild(t, "exit3")
 		<-p.Done()
 		if err := request(t, p); !notSentRequest(err) {
 			t.Errorf("request to an exited process: %v; want not sent", err)
@@ -299,7 +300,7 @@ func TestStdioRequestNotSent(t *testing.T) {
 	})
 
 	t.Run("process died after taking the request", func(t *testing.T) {
-		p := startTest(t, quickKill(baseSpec(t, "readone")), newMemRecords())
+		p := startChild(t, "readone")
 		if err := request(t, p); notSentRequest(err) {
 			t.Errorf("request the process read before dying: %v; want an error that is not \"not sent\"", err)
 		}

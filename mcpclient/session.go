@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/rs/zerolog"
 )
 
@@ -28,11 +29,11 @@ type session struct {
 	mu         sync.Mutex
 	state      string
 	lastErr    string
-	setup      *setupCall // the connect in progress, shared by its callers
-	conn       *conn      // the live connection, nil unless connected
-	generation uint64     // of the last successful connect; see Supervisor.nextGeneration
-	lastProc   *Process   // for pid, exit status and stderr after a failure
-	stopped    bool       // the session was removed; it never connects again
+	setup      *setupCall    // the connect in progress, shared by its callers
+	conn       *conn         // the live connection, nil unless connected
+	generation uint64        // of the last successful connect; see Supervisor.nextGeneration
+	lastProc   *proc.Process // for pid, exit status and stderr after a failure
+	stopped    bool          // the session was removed; it never connects again
 
 	// dropped counts, per budget, the messages its connections dropped
 	// over budget, for the session's whole life.
@@ -52,7 +53,7 @@ type conn struct {
 	gen      uint64
 	client   *client.Client
 	raw      *rawRequester
-	proc     *Process // stdio only
+	proc     *proc.Process // stdio only
 	protocol string
 	info     contracts.ServerInfo
 	since    time.Time
@@ -265,7 +266,7 @@ func (s *session) status() contracts.ServerStatus {
 	if s.cfg.Transport == contracts.TransportSSE {
 		st.Notes = append(st.Notes, sseLimitation)
 	}
-	proc := s.lastProc
+	lp := s.lastProc
 	if c := s.conn; c != nil {
 		st.ProtocolVersion = c.protocol
 		info := c.info
@@ -282,11 +283,12 @@ func (s *session) status() contracts.ServerStatus {
 	if n, l := s.dropped[noiseNotification].Load(), s.dropped[noiseLog].Load(); n+l > 0 {
 		st.Dropped = &contracts.DroppedCounts{Notifications: n, LogMessages: l}
 	}
-	if proc != nil {
-		st.StderrTail = proc.StderrTail()
+	if lp != nil {
+		// Redacted line by line as it arrived; made safe to show here.
+		st.StderrTail = contracts.SafeText(lp.StderrTail(), contracts.Lines, 0)
 		if s.conn != nil {
-			st.PID, st.PGID = proc.PID(), proc.PGID()
-		} else if es := proc.ExitStatus(); es != "" {
+			st.PID, st.PGID = lp.PID(), lp.PGID()
+		} else if es := lp.ExitStatus(); es != "" {
 			st.ExitStatus = es
 		}
 	}
@@ -420,7 +422,7 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		for k, v := range creds.Env {
 			env[k] = v
 		}
-		p, err := StartProcess(ProcessSpec{
+		p, err := proc.Start(proc.Spec{
 			ServerID: s.cfg.ID, Command: s.cfg.Command, Args: s.cfg.Args, Cwd: s.cfg.Cwd, Env: env,
 			MaxLineBytes: s.cfg.MessageLimit(), RunDir: s.sup.opts.RunDir, PATH: s.sup.opts.PATH,
 			Redact: s.sup.opts.Redact,
@@ -485,7 +487,7 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 // stdoutEnded runs when the server's stdout ends or breaks a limit.
 func (c *conn) stdoutEnded(err error) {
 	why := "the server closed its stdout"
-	if errors.Is(err, ErrMessageTooLarge) {
+	if errors.Is(err, proc.ErrMessageTooLarge) {
 		why = err.Error()
 	} else if c.proc != nil {
 		// Give the exit status a moment to arrive so the message says it.

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/rs/zerolog"
 )
 
@@ -24,7 +25,7 @@ type Options struct {
 	RunDir string
 	// Records keeps process groups durably so a restarted daemon can reap
 	// what a killed one left behind.
-	Records ProcessRecords
+	Records proc.Records
 	// ClientVersion is reported to servers as pikod's version.
 	ClientVersion string
 	// DiscoverProbe bounds the 2026-07-28 server/discover probe under
@@ -87,7 +88,7 @@ type Supervisor struct {
 	// procs holds every process started and not yet fully stopped,
 	// whatever became of its session: the orphan sweep must never take
 	// one of them for an orphan.
-	procs map[*Process]struct{}
+	procs map[*proc.Process]struct{}
 }
 
 // NewSupervisor returns a Supervisor with no servers.
@@ -102,7 +103,7 @@ func NewSupervisor(opts Options) *Supervisor {
 		opts.PATH = "/usr/local/bin:/usr/bin:/bin"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*Process]struct{}{}}
+	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*proc.Process]struct{}{}}
 	s.schemas = NewSchemaCache(1024)
 	s.schemas.redact = opts.Redact
 	s.gen.Store(uint64(time.Now().UnixNano()))
@@ -421,7 +422,7 @@ func (s *Supervisor) Generation(id string) uint64 {
 // sweep ends orphans that were adopted by pikod (descendants that escaped a
 // server's process group and lost their parent).
 func (s *Supervisor) sweep() {
-	SweepAdopted(s.isLiveLeader, s.log)
+	proc.SweepAdopted(s.isLiveLeader, s.log)
 }
 
 func (s *Supervisor) isLiveLeader(pid int) bool {
@@ -435,7 +436,7 @@ func (s *Supervisor) isLiveLeader(pid int) bool {
 	return false
 }
 
-func (s *Supervisor) trackProc(p *Process, live bool) {
+func (s *Supervisor) trackProc(p *proc.Process, live bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if live {

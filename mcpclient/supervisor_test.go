@@ -21,6 +21,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -75,7 +76,7 @@ func fixtureBinary(t *testing.T) string {
 	return fixtureBuild.path
 }
 
-// countingRecords is an in-memory ProcessRecords that also remembers every
+// countingRecords is an in-memory proc.Records that also remembers every
 // group leader ever recorded, so a test can count the processes started.
 type countingRecords struct {
 	*memRecords
@@ -83,7 +84,7 @@ type countingRecords struct {
 	leaders []int
 }
 
-func (c *countingRecords) PutProcess(r ProcessRecord) error {
+func (c *countingRecords) PutProcess(r proc.Record) error {
 	if !r.Escapee {
 		c.mu.Lock()
 		c.leaders = append(c.leaders, r.PID)

@@ -129,9 +129,9 @@ func environOf(t testing.TB, pid int, name string) string {
 	return ""
 }
 
-// spawnedPids reads the fixture's --pid-file: the "group" and "setsid"
-// pids of its first start.
-func spawnedPids(t testing.TB, path string) (group, setsid int) {
+// spawnedPids reads the fixture's --pid-file: the "group", "setsid" and
+// "orphan" pids of its first start.
+func spawnedPids(t testing.TB, path string) (group, setsid, orphan int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -151,19 +151,23 @@ func spawnedPids(t testing.TB, path string) (group, setsid int) {
 			group = pid
 		case kind == "setsid" && setsid == 0:
 			setsid = pid
+		case kind == "orphan" && orphan == 0:
+			orphan = pid
 		}
 	}
-	if group == 0 || setsid == 0 {
-		t.Fatalf("pid file %s lacks a group or setsid line:\n%s", path, b)
+	if group == 0 || setsid == 0 || orphan == 0 {
+		t.Fatalf("pid file %s lacks a group, setsid or orphan line:\n%s", path, b)
 	}
-	return group, setsid
+	return group, setsid, orphan
 }
 
-// serverTree is one stdio server's processes as a test sees them.
+// serverTree is one stdio server's processes as a test sees them: the
+// leader, a grandchild in its group, an escapee in a session of its own,
+// and an orphan double-forked away from the tree.
 type serverTree struct {
-	id                          string
-	leader, grandchild, escapee procStat
-	home                        string
+	id                                  string
+	leader, grandchild, escapee, orphan procStat
+	home                                string
 }
 
 // readTree records a connected spawn-children server's processes and
@@ -175,15 +179,22 @@ func readTree(t testing.TB, d *daemon, id, pidFile string) serverTree {
 		t.Fatalf("status of %q: pid %d pgid %d, want a group leader", id, st.PID, st.PGID)
 	}
 	tr := serverTree{id: id, leader: trackProc(t, st.PID)}
-	group, setsid := spawnedPids(t, pidFile)
+	group, setsid, orphan := spawnedPids(t, pidFile)
 	tr.grandchild = trackProc(t, group)
 	tr.escapee = trackProc(t, setsid)
+	tr.orphan = trackProc(t, orphan)
 	tr.home = environOf(t, st.PID, "HOME")
 	if tr.leader.pgid != st.PID || tr.grandchild.pgid != st.PID {
 		t.Fatalf("%q: leader pgid %d, grandchild pgid %d, want both %d", id, tr.leader.pgid, tr.grandchild.pgid, st.PID)
 	}
 	if tr.escapee.pgid == st.PID {
 		t.Fatalf("%q: the setsid child %d is still in group %d", id, tr.escapee.pid, st.PID)
+	}
+	// The double fork left the orphan to pikod, the subreaper: no scan of
+	// the server's tree can find it there.
+	if pikod := d.current().pid(); tr.orphan.ppid != pikod || tr.orphan.pgid == st.PID {
+		t.Fatalf("%q: orphan %d has parent %d and group %d; want re-parented to pikod %d, outside group %d",
+			id, tr.orphan.pid, tr.orphan.ppid, tr.orphan.pgid, pikod, st.PID)
 	}
 	if rel, err := filepath.Rel(filepath.Join(d.stateDir, "run"), tr.home); err != nil || strings.HasPrefix(rel, "..") {
 		t.Fatalf("%q: HOME %q is not under STATE/run", id, tr.home)
@@ -203,7 +214,7 @@ func (tr serverTree) assertGone(t testing.TB) {
 	for _, p := range []struct {
 		what string
 		st   procStat
-	}{{"leader", tr.leader}, {"group grandchild", tr.grandchild}, {"setsid escapee", tr.escapee}} {
+	}{{"leader", tr.leader}, {"group grandchild", tr.grandchild}, {"setsid escapee", tr.escapee}, {"double-forked orphan", tr.orphan}} {
 		if p.st.running() {
 			t.Errorf("%q: %s %d still runs", tr.id, p.what, p.st.pid)
 		}
@@ -221,16 +232,18 @@ func (tr serverTree) assertRunning(t testing.TB, leader bool) {
 	if leader && !tr.leader.running() {
 		t.Errorf("%q: leader %d is gone already", tr.id, tr.leader.pid)
 	}
-	if !tr.grandchild.running() || !tr.escapee.running() {
-		t.Errorf("%q: grandchild %d running %v, escapee %d running %v; want both still running (else the check after restart proves nothing)",
-			tr.id, tr.grandchild.pid, tr.grandchild.running(), tr.escapee.pid, tr.escapee.running())
+	if !tr.grandchild.running() || !tr.escapee.running() || !tr.orphan.running() {
+		t.Errorf("%q: grandchild %d running %v, escapee %d running %v, orphan %d running %v; want all still running",
+			tr.id, tr.grandchild.pid, tr.grandchild.running(), tr.escapee.pid, tr.escapee.running(), tr.orphan.pid, tr.orphan.running())
 	}
 }
 
 // TestProcessCleanup checks that every process a stdio server started, in
-// its group or escaped from it with setsid, ends on disconnect, on a clean
-// daemon stop, and after a SIGKILLed daemon once the next one starts. One
-// server exits on SIGTERM, the other ignores it (only SIGKILL ends it).
+// its group, escaped from it with setsid, or double-forked away from its
+// tree, ends on disconnect, on a clean daemon stop, and after a SIGKILLed
+// daemon once the next one starts; and that disconnecting one server ends
+// nothing of another. One server exits on SIGTERM, the other ignores it
+// (only SIGKILL ends it).
 func TestProcessCleanup(t *testing.T) {
 	t.Parallel()
 	for _, how := range []string{"disconnect", "sigterm", "sigkill-restart"} {
@@ -251,7 +264,7 @@ func TestProcessCleanup(t *testing.T) {
 
 			switch how {
 			case "disconnect":
-				for _, tr := range trees {
+				for i, tr := range trees {
 					var res contracts.DisconnectResult
 					d.callInto(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: tr.id}, &res)
 					if !res.WasConnected {
@@ -262,6 +275,10 @@ func TestProcessCleanup(t *testing.T) {
 					}
 					// Disconnect returns once the group is stopped.
 					tr.assertGone(t)
+					// What belongs to a server still connected stays.
+					for _, other := range trees[i+1:] {
+						other.assertRunning(t, true)
+					}
 				}
 			case "sigterm":
 				d.stopWith(t, syscall.SIGTERM) // asserts exit 0
@@ -329,6 +346,12 @@ func TestChildEnvironment(t *testing.T) {
 		"XDG_STATE_HOME":  filepath.Join(home, ".local/state"),
 		"XDG_RUNTIME_DIR": filepath.Join(home, "run"),
 		"FOO":             "bar",
+	}
+	// The server's mark: random, its own (pikod finds its processes by it).
+	if mark := env["PIKOD_SERVER_MARK"]; !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(mark) {
+		t.Errorf("child PIKOD_SERVER_MARK = %q, want 32 hex digits", mark)
+	} else {
+		want["PIKOD_SERVER_MARK"] = mark
 	}
 	if len(env) != len(want) {
 		t.Errorf("child environment has %d variables, want %d:\ngot  %v\nwant %v", len(env), len(want), env, want)

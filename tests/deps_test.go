@@ -21,12 +21,15 @@ var importRules = map[string]struct {
 }{
 	"contracts":   {},
 	"rpc":         {own: []string{"contracts"}, thirdParty: []string{"github.com/sourcegraph/jsonrpc2", "github.com/rs/zerolog", "golang.org/x/sys", "github.com/mattn/go-colorable", "github.com/mattn/go-isatty"}},
-	"mcpclient":   {own: []string{"contracts"}, anyThird: true},
+	"mcpclient":   {own: []string{"contracts", "mcpclient/proc"}, anyThird: true},
 	"vault":       {own: []string{"contracts"}, anyThird: true},
 	"approvals":   {own: []string{"contracts"}, anyThird: true},
 	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
 	"cmd/pikod":   {own: []string{"contracts", "daemon", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
 	"cmd/pikoctl": {own: []string{"contracts", "rpc"}, anyThird: true},
+
+	// Process supervision knows nothing of MCP: no SDK, no other package.
+	"mcpclient/proc": {own: []string{"contracts"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys", "github.com/mattn/go-colorable", "github.com/mattn/go-isatty"}},
 }
 
 type listedPackage struct {
@@ -92,7 +95,7 @@ func hasPrefix(path string, prefixes []string) bool {
 // owns and what it may not import.
 func TestPackageDocs(t *testing.T) {
 	root := depsModuleRoot(t)
-	for _, dir := range []string{"contracts", "rpc", "mcpclient", "vault", "approvals", "daemon", "tests"} {
+	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "vault", "approvals", "daemon", "tests"} {
 		b, err := os.ReadFile(filepath.Join(root, dir, "doc.go"))
 		if err != nil {
 			t.Errorf("%s has no doc.go: %v", dir, err)
@@ -112,4 +115,27 @@ func depsModuleRoot(t *testing.T) string {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
 	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// TestPikoctlLinksNoBus checks that pikoctl links neither the keyring
+// library nor D-Bus: importing keyring dials the session bus while the
+// program loads (and, without an address, used to start one).
+func TestPikoctlLinksNoBus(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/pikoctl")
+	cmd.Dir = depsModuleRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/pikoctl: %v", err)
+	}
+	n := 0
+	for pkg := range strings.Lines(string(out)) {
+		pkg = strings.TrimSpace(pkg)
+		n++
+		if hasPrefix(pkg, []string{"github.com/99designs/keyring", "github.com/godbus/dbus", "github.com/pikod/pikod/vault"}) {
+			t.Errorf("pikoctl links %s", pkg)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("go list listed %d packages for pikoctl: %q", n, out)
+	}
 }

@@ -184,6 +184,8 @@ type daemon struct {
 	socket   string
 	env      []string
 	args     []string
+	// cmdHooks adjust each pikod command before it starts (withCmd).
+	cmdHooks []func(*exec.Cmd)
 
 	// mu guards the fields that follow.
 	mu    sync.Mutex
@@ -201,6 +203,12 @@ func withSocket(path string) option {
 // withStateDir sets the state directory.
 func withStateDir(dir string) option {
 	return func(d *daemon) { d.stateDir = dir }
+}
+
+// withCmd adjusts every pikod command of the instance before it starts
+// (extra descriptors, a stderr of the test's own).
+func withCmd(hook func(*exec.Cmd)) option {
+	return func(d *daemon) { d.cmdHooks = append(d.cmdHooks, hook) }
 }
 
 // withEnv adds KEY=VALUE entries to the daemon's environment, replacing
@@ -278,6 +286,9 @@ func (d *daemon) spawn(t testing.TB) *proc {
 	p.cmd.Env = d.env
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
+	for _, hook := range d.cmdHooks {
+		hook(p.cmd)
+	}
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting pikod: %v", err)

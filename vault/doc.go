@@ -42,9 +42,14 @@
 //     function. With DBUS_SESSION_BUS_ADDRESS unset (or "autolaunch:"),
 //     godbus tries /run/user/UID/bus and /run/user/UID/dbus-session, then
 //     execs dbus-launch, which starts a dbus-daemon that outlives the
-//     process (checked: one per run). cmd/pikod, and every test binary that
-//     links vault, must therefore run with the variable set: to the
-//     session bus, or to "disabled:" where no bus should be used.
+//     process (checked: one per run). vault therefore imports
+//     a.pikod.internal/busenv (vault/internal/busenv, a module of its own),
+//     whose init runs before keyring's because its import path sorts first
+//     (Go's specified initialization order): it keeps a set address, else
+//     uses $XDG_RUNTIME_DIR/bus or /run/user/UID/bus when one is a socket,
+//     else sets "disabled:". No program or test that links vault can start
+//     a bus; a "disabled:" address makes the Secret Service unavailable,
+//     and the probe's error (auto's reason in status) quotes busenv.
 //   - keyring registers its secret-service backend only if that init call
 //     succeeded, and godbus caches the connection for the process. A bus
 //     that appears later, or comes back after dying, needs a pikod restart.
@@ -67,6 +72,7 @@
 // compares in constant time.
 //
 // vault may import contracts, 99designs/keyring, godbus/dbus (keyring's own
-// D-Bus library, for the probe), zerolog, the standard library, x/sys,
-// x/term and x/crypto (argon2); never daemon, rpc, mcpclient or approvals.
+// D-Bus library, for the probe), a.pikod.internal/busenv, zerolog, the
+// standard library, x/sys, x/term and x/crypto (argon2); never daemon, rpc,
+// mcpclient or approvals.
 package vault

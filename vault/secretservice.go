@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	// busenv's init settles DBUS_SESSION_BUS_ADDRESS before keyring's
+	// init dials the bus: its import path sorts first (see its doc).
+	"a.pikod.internal/busenv"
 	"github.com/99designs/keyring"
 	"github.com/godbus/dbus"
 
@@ -213,6 +216,10 @@ func dialBus(addr string, deadline time.Time) (net.Conn, error) {
 		var network, target string
 		switch {
 		case transport == "disabled":
+			if bus := busenv.Result(); bus.Set == addr {
+				// busenv disabled it: say what it found.
+				return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "%s", bus.Why)
+			}
 			return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
 				"the session bus is disabled (DBUS_SESSION_BUS_ADDRESS=%s)", addr)
 		case transport == "unix" && kv["path"] != "":

@@ -11,11 +11,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"a.pikod.internal/busenv"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/daemon"
+	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/pikod/pikod/vault"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
@@ -25,10 +28,20 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	// Before anything can start a process: a server gets exactly fds 0, 1
+	// and 2, never a descriptor pikod inherited.
+	inherited, fdErr := proc.MarkInheritedCloseOnExec()
+	// A write to a closed stderr (the reader of `pikod 2>&1 | tee log` died
+	// first) returns EPIPE instead of killing pikod mid-shutdown. Notify,
+	// not Ignore: an ignored signal stays ignored in every server pikod
+	// starts, a handled one is reset to the default there.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	os.Exit(run(os.Args[1:], os.Stderr, inherited, fdErr))
 }
 
-func run(args []string, stderr io.Writer) int {
+// run is pikod; inherited are the descriptors it inherited without
+// close-on-exec (marked by main), fdErr what went wrong marking them.
+func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	fs := flag.NewFlagSet("pikod", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	instanceFlag := fs.String("instance", "", "instance name (env "+contracts.EnvInstance+", default \"default\")")
@@ -87,14 +100,27 @@ func run(args []string, stderr io.Writer) int {
 	// known credential value is ever written to either, and the log file
 	// stays one valid JSON object per line.
 	red := vault.NewRedactor()
-	console := zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
+	fileLog := zerolog.New(red.Writer(logFile)).With().Timestamp().Str("instance", instance).Logger()
+	errOut := &stderrWriter{w: stderr, onBreak: func(err error) {
+		fileLog.Warn().Err(err).Msg("stderr is gone; logging continues to the log file only")
+	}}
+	console := zerolog.ConsoleWriter{Out: errOut, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
 	log := zerolog.New(red.Writer(zerolog.MultiLevelWriter(logFile, console))).Level(level).With().Timestamp().
 		Str("instance", instance).Logger()
-	if _, ok := os.LookupEnv("DBUS_SESSION_BUS_ADDRESS"); !ok {
-		// The keyring library dials the session bus while the program
-		// loads; without an address it runs dbus-launch, whose bus outlives
-		// pikod.
-		log.Warn().Msg("DBUS_SESSION_BUS_ADDRESS is unset: set it to your session bus, or to disabled: on a machine without one")
+	// busenv settled the session bus address before the keyring library
+	// could start a bus (its init runs first); say what it did.
+	switch bus := busenv.Result(); bus.Set {
+	case "":
+	case busenv.Disabled:
+		log.Warn().Msg(bus.Why + ": the secret-service vault is unavailable; set " + busenv.Variable + " to use one")
+	default:
+		log.Info().Str("address", bus.Set).Msg(bus.Why)
+	}
+	if len(inherited) > 0 {
+		log.Info().Ints("fds", inherited).Msg("inherited descriptors marked close-on-exec: servers will not get them")
+	}
+	if fdErr != nil {
+		log.Warn().Err(fdErr).Msg("could not mark every inherited descriptor close-on-exec; servers may inherit them")
 	}
 	if err := daemon.Harden(); err != nil {
 		log.Warn().Err(err).Msg("could not keep the daemon out of core dumps and debuggers")
@@ -138,6 +164,26 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info().Msg("pikod stopped cleanly")
 	return 0
+}
+
+// stderrWriter passes log lines to stderr until a write fails (a closed
+// pipe, a full disk behind a redirection), then drops them: the log file
+// still gets every line, and a stderr that is gone must neither fail the
+// other writer nor be reported again on stderr.
+type stderrWriter struct {
+	w       io.Writer
+	onBreak func(error)
+	broken  atomic.Bool
+}
+
+func (s *stderrWriter) Write(p []byte) (int, error) {
+	if s.broken.Load() {
+		return len(p), nil
+	}
+	if _, err := s.w.Write(p); err != nil && s.broken.CompareAndSwap(false, true) && s.onBreak != nil {
+		s.onBreak(err)
+	}
+	return len(p), nil
 }
 
 func isTerminal(w io.Writer) bool {

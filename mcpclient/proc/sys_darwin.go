@@ -1,6 +1,6 @@
 //go:build darwin
 
-package mcpclient
+package proc
 
 import (
 	"errors"
@@ -88,3 +88,16 @@ func SetSubreaper() error { return nil }
 
 // SweepAdopted does nothing on darwin (see SetSubreaper).
 func SweepAdopted(known func(pid int) bool, log zerolog.Logger) int { return 0 }
+
+// descriptorDir lists the process's open descriptors.
+const descriptorDir = "/dev/fd"
+
+// readEnviron returns pid's initial environment, NUL-separated, from
+// kern.procargs2 (readable for processes of pikod's own uid).
+func readEnviron(pid int) ([]byte, error) {
+	b, err := unix.SysctlRaw("kern.procargs2", pid)
+	if err != nil {
+		return nil, err
+	}
+	return parseProcArgs2(b)
+}

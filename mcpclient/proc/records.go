@@ -1,4 +1,4 @@
-package mcpclient
+package proc
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ProcessRecord is the durable trace of one server process, written before
-// StartProcess returns and deleted once the process is gone, so a daemon
+// Record is the durable trace of one server process, written before
+// Start returns and deleted once the process is gone, so a daemon
 // that was killed can be cleaned up after by the next one.
-type ProcessRecord struct {
+type Record struct {
 	ServerID string
 	// PID is the process; for a group record it is also the group id.
 	PID  int
@@ -28,24 +28,29 @@ type ProcessRecord struct {
 	Escapee bool
 	// HomeDir is the disposable home of a group record, removed with it.
 	HomeDir string
+	// Mark is the server's MarkVariable value (group records): every
+	// process that carries it and started no earlier than the leader
+	// belongs to the server. Empty in records of older versions.
+	Mark string `json:",omitempty"`
 }
 
-// ProcessRecords stores ProcessRecords durably (bbolt in the daemon),
+// Records stores Records durably (bbolt in the daemon),
 // keyed by PID. Implementations must be safe for concurrent use.
-type ProcessRecords interface {
-	PutProcess(ProcessRecord) error
+type Records interface {
+	PutProcess(Record) error
 	DeleteProcess(pid int) error
-	ListProcesses() ([]ProcessRecord, error)
+	ListProcesses() ([]Record, error)
 }
 
 // ReapOrphans kills what a previous daemon left running: every recorded
-// group (by its live members) and every recorded escapee, each checked
-// against its start time so a reused pid is never hit. It waits for them
+// group (by its live members and every process carrying its mark) and
+// every recorded escapee, each checked against its start time so a
+// reused pid is never hit. It waits for them
 // to die (reaping those that are pikod's own children), removes the
 // records and the homes they name, and returns how many processes it
 // killed. Call it at daemon start, before any server starts. Records of
 // processes that survive stay for the next start and are reported in err.
-func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
+func ReapOrphans(records Records, log zerolog.Logger) (int, error) {
 	recs, err := records.ListProcesses()
 	if err != nil {
 		return 0, fmt.Errorf("reaping orphaned server processes: listing records: %w", err)
@@ -57,6 +62,8 @@ func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
 	killed := make(map[int]bool)
 	deadline := time.Now().Add(killWait)
 	var remaining map[int][]procInfo // record pid -> processes still alive
+	// caches remember, per record, the processes found without its mark.
+	caches := make(map[int]map[procKey]bool)
 	for {
 		procs, err := listProcs()
 		if err != nil {
@@ -73,7 +80,10 @@ func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
 		}
 		remaining = make(map[int][]procInfo)
 		for _, rec := range recs {
-			if t := orphanTargets(rec, procs, byPID); len(t) > 0 {
+			if caches[rec.PID] == nil {
+				caches[rec.PID] = make(map[procKey]bool)
+			}
+			if t := orphanTargets(rec, procs, byPID, caches[rec.PID]); len(t) > 0 {
 				remaining[rec.PID] = t
 			}
 		}
@@ -95,6 +105,13 @@ func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
 		time.Sleep(pollEvery)
 	}
 
+	// Killed processes that are pikod's children (adopted as subreaper)
+	// are reaped, however long their last threads take.
+	for pid := range killed {
+		if info, ok := readProc(pid); ok && info.PPID == self {
+			reapChild(pid, killWait)
+		}
+	}
 	var errs []error
 	for _, rec := range recs {
 		if left := remaining[rec.PID]; len(left) > 0 {
@@ -116,8 +133,28 @@ func ReapOrphans(records ProcessRecords, log zerolog.Logger) (int, error) {
 	return len(killed), errors.Join(errs...)
 }
 
-// orphanTargets returns the live processes rec stands for.
-func orphanTargets(rec ProcessRecord, procs []procInfo, byPID map[int]procInfo) []procInfo {
+// orphanTargets returns the live processes rec stands for: for a group
+// record, its members and every process carrying its mark that started no
+// earlier than the leader, wherever it went.
+func orphanTargets(rec Record, procs []procInfo, byPID map[int]procInfo, unmarked map[procKey]bool) []procInfo {
+	out := recordTargets(rec, procs, byPID)
+	if rec.Escapee || rec.Mark == "" {
+		return out
+	}
+	have := make(map[int]bool, len(out))
+	for _, pr := range out {
+		have[pr.PID] = true
+	}
+	for _, pr := range markedIn(procs, rec.Mark, rec.StartTicks, unmarked) {
+		if !have[pr.PID] {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// recordTargets returns the live processes of rec's pid or group.
+func recordTargets(rec Record, procs []procInfo, byPID map[int]procInfo) []procInfo {
 	leader, exists := byPID[rec.PID]
 	if exists && leader.Ticks != rec.StartTicks {
 		// The pid was reused. For a group this also proves the group is

@@ -1,6 +1,6 @@
 //go:build linux
 
-package mcpclient
+package proc
 
 import (
 	"bytes"
@@ -208,4 +208,13 @@ func SweepAdopted(known func(pid int) bool, log zerolog.Logger) int {
 		}
 	}
 	return killed
+}
+
+// descriptorDir lists the process's open descriptors.
+const descriptorDir = "/proc/self/fd"
+
+// readEnviron returns pid's initial environment, NUL-separated; only a
+// process of pikod's own uid (or any, for root) can be read.
+func readEnviron(pid int) ([]byte, error) {
+	return os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 }

@@ -1,0 +1,3 @@
+module a.pikod.internal/busenv
+
+go 1.26
