@@ -218,7 +218,7 @@ func dialBus(addr string, deadline time.Time) (net.Conn, error) {
 		case transport == "disabled":
 			if bus := busenv.Result(); bus.Set == addr {
 				// busenv disabled it: say what it found.
-				return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "%s", bus.Why)
+				return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "the session bus is disabled: %s", bus.Why)
 			}
 			return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
 				"the session bus is disabled (DBUS_SESSION_BUS_ADDRESS=%s)", addr)
