@@ -125,8 +125,11 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 			c, err := s.dial(setupCtx)
 			s.finishSetup(call, c, err)
 		}()
+		s.mu.Unlock()
+		s.stateEvent()
+	} else {
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	select {
 	case <-call.done:
 		return call.conn, call.err
@@ -179,8 +182,10 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	if err != nil {
 		call.conn = nil
 	}
-	close(call.done)
 	s.mu.Unlock()
+	// Watchers hear of the outcome before the callers waiting for it do.
+	s.stateEvent()
+	close(call.done)
 }
 
 func (s *session) connectError(err error) error {
@@ -218,6 +223,7 @@ func (s *session) disconnect() (wasConnected bool) {
 		c.close()
 		s.log.Info().Msg("disconnected")
 	}
+	s.stateEvent()
 	return c != nil
 }
 
@@ -250,11 +256,21 @@ func (s *session) lostConn(c *conn, why string, state string) {
 	s.mu.Unlock()
 	if current {
 		s.log.Warn().Str("reason", why).Msg("connection lost")
+		s.stateEvent()
 	}
 	go func() {
 		defer s.sup.wg.Done()
 		c.close()
 	}()
+}
+
+// stateEvent tells the watchers the session's state as it is now. Call it
+// without mu held, after a change.
+func (s *session) stateEvent() {
+	s.mu.Lock()
+	ev := contracts.StateEventData{State: s.state, LastError: s.lastErr}
+	s.mu.Unlock()
+	s.sup.emit(contracts.EventState, s.cfg.ID, ev)
 }
 
 // status describes the session now.

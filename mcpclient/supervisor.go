@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -47,6 +48,12 @@ type Options struct {
 	// not pinned (every granted tool keeps its grant whatever its
 	// definition).
 	Pins Pins
+	// Event, when set, receives the events of every session (state
+	// changes, catalog replacements, resource updates, log messages): the
+	// daemon forwards them to the socket's watchers. It is called from the
+	// supervisor's goroutines and must not block; Kind and Server are set,
+	// Seq and Time are the daemon's to fill.
+	Event func(contracts.EventParams)
 	// Budgets bound the notifications and log messages each server sends
 	// unasked; zero fields take the defaults (see Budgets).
 	Budgets Budgets
@@ -111,6 +118,24 @@ func NewSupervisor(opts Options) *Supervisor {
 }
 
 func (s *Supervisor) nextGeneration() uint64 { return s.gen.Add(1) }
+
+// emit sends one event to Options.Event, if set. data is encoded as the
+// event's Data; it must hold only bounded, safe, redacted text.
+func (s *Supervisor) emit(kind, server string, data any) {
+	if s.opts.Event == nil {
+		return
+	}
+	ev := contracts.EventParams{Kind: kind, Server: server}
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			s.log.Error().Err(err).Str("kind", kind).Msg("encoding an event")
+			return
+		}
+		ev.Data = b
+	}
+	s.opts.Event(ev)
+}
 
 // redact removes known secret values from text (Options.Redact).
 func (s *Supervisor) redact(text string) string {

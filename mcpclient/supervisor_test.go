@@ -750,3 +750,44 @@ func TestSupervisorSessionExpired(t *testing.T) {
 	}
 	h.sup.Close()
 }
+
+// TestSupervisorStateEvents: every state a session goes through reaches
+// Options.Event, in order, with the failure's reason.
+func TestSupervisorStateEvents(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	h := newHarness(t, CatalogLimits{}, func(o *Options) {
+		o.Event = func(ev contracts.EventParams) {
+			var d contracts.StateEventData
+			if ev.Kind != contracts.EventState || json.Unmarshal(ev.Data, &d) != nil {
+				t.Errorf("event %+v, want a state event", ev)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, ev.Server+":"+d.State)
+			if d.State == contracts.StateFailed && !strings.Contains(d.LastError, "timeoutMs") {
+				t.Errorf("failed event without the reason: %+v", d)
+			}
+		}
+	})
+	ctx := ctxT(t)
+	bad := h.stdio("bad", "--hang-init")
+	bad.TimeoutMs = 1000
+	h.sup.Apply([]contracts.ServerSettings{h.stdio("fx"), bad})
+	if _, err := h.sup.Connect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Disconnect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Connect(ctx, "bad"); err == nil {
+		t.Fatal("connecting a server that never answers succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"fx:connecting", "fx:connected", "fx:idle", "bad:connecting", "bad:failed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("state events %q, want %q", got, want)
+	}
+}
