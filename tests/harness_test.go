@@ -184,6 +184,8 @@ type daemon struct {
 	socket   string
 	env      []string
 	args     []string
+	// bin is the pikod binary to run; pikodBin when empty.
+	bin string
 
 	// mu guards the fields that follow.
 	mu    sync.Mutex
@@ -274,7 +276,11 @@ func startDaemon(t testing.TB, opts ...option) *daemon {
 func (d *daemon) spawn(t testing.TB) *proc {
 	t.Helper()
 	args := append([]string{"--state-dir", d.stateDir, "--socket", d.socket}, d.args...)
-	p := &proc{cmd: exec.Command(pikodBin, args...), done: make(chan struct{})}
+	bin := d.bin
+	if bin == "" {
+		bin = pikodBin
+	}
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = d.env
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
