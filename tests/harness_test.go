@@ -443,14 +443,20 @@ func (d *daemon) call(t testing.TB, method string, params any) json.RawMessage {
 	return res
 }
 
-// tryCall makes one call on a fresh connection and returns its error.
+// tryCall makes one call on a fresh connection, closed after it (pikod
+// serves a bounded number of connections at once), and returns its
+// error.
 func (d *daemon) tryCall(t testing.TB, method string, params any) (json.RawMessage, error) {
 	t.Helper()
-	c := d.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
+	c, err := rpc.Dial(ctx, d.socket)
+	if err != nil {
+		t.Fatalf("dialing %s: %v", d.socket, err)
+	}
+	defer c.Close()
 	var res json.RawMessage
-	err := c.Call(ctx, method, params, &res)
+	err = c.Call(ctx, method, params, &res)
 	return res, err
 }
 
