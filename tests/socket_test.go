@@ -427,9 +427,9 @@ func TestSocketControlLane(t *testing.T) {
 		t.Errorf("status was answered after %d of the %d calls had finished, want before any", n, calls)
 	}
 
-	t0 = time.Now()
+	disconnectAt := time.Now()
 	_, stderr, code := runCtl(t, d, "", "mcp", "disconnect", "fx")
-	disconnectTook := time.Since(t0)
+	disconnectTook := time.Since(disconnectAt)
 	if code != 0 {
 		t.Fatalf("pikoctl mcp disconnect fx: exit %d, stderr %q", code, stderr)
 	}
@@ -442,6 +442,10 @@ func TestSocketControlLane(t *testing.T) {
 	atServer, notSent := 0, 0
 	for range calls {
 		o := <-outcomes
+		if o.at.Before(disconnectAt) {
+			t.Errorf("a call ended (%v, %+v) before the disconnect was asked for: hello and status did not come first",
+				o.err, o.res.Status)
+		}
 		var we *contracts.Error
 		switch {
 		case errors.As(o.err, &we) && we.Data != nil && we.Data.NotSent:
