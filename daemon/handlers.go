@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 )
 
@@ -40,7 +41,16 @@ func (d *daemon) register(srv *rpc.Server) {
 		if !ok {
 			h = notImplemented(m)
 		}
-		srv.Register(m, h)
+		srv.Register(m, withRequestTime(h))
+	}
+}
+
+// withRequestTime tells the supervisor when each request arrived: a
+// disconnect ends the requests made before it that have not reached the
+// server yet, however long they waited for a slot.
+func withRequestTime(h rpc.HandlerFunc) rpc.HandlerFunc {
+	return func(ctx context.Context, req *rpc.Request) (any, error) {
+		return h(mcpclient.WithRequestTime(ctx, req.Received), req)
 	}
 }
 

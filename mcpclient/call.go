@@ -83,6 +83,11 @@ type CallOutcome struct {
 
 // Call validates and sends one tools/call and waits for its result.
 //
+// It first waits for a slot of the server and one of the supervisor
+// (Options.MaxPerServer, MaxInFlight); a disconnect of the server ends the
+// wait with nothing sent, and so it does a call made before the last
+// disconnect (WithRequestTime).
+//
 // The tool is looked up in the connection's current catalog (connecting
 // first) and must be selected by the settings; the arguments must be
 // canonical and match the tool's inputSchema. Nothing is sent unless all of
@@ -107,6 +112,16 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 		tool contracts.CatalogTool
 		err  error
 	)
+	// A slot of the server first: a busy or hung server makes its own
+	// calls wait, nobody else's.
+	if sess, err = s.session(req.Server); err != nil {
+		return nil, s.beforeSending(req, err)
+	}
+	release, err := s.admit(ctx, sess)
+	if err != nil {
+		return nil, s.beforeSending(req, err)
+	}
+	defer release()
 	if req.Bound != nil {
 		sess, c, tool, err = s.boundTool(ctx, req.Server, req.Tool, *req.Bound)
 	} else {

@@ -38,6 +38,14 @@ type session struct {
 	// dropped counts, per budget, the messages its connections dropped
 	// over budget, for the session's whole life.
 	dropped [noiseKinds]atomic.Uint64
+	// disconnectedAt is when the last disconnect happened: requests made
+	// before it are refused (see WithRequestTime). ended is closed by
+	// each disconnect (and replaced): it ends waits for slots.
+	disconnectedAt time.Time
+	ended          chan struct{}
+
+	// slots bounds the work sent to this server at once (see admit).
+	slots chan struct{}
 }
 
 type setupCall struct {
@@ -84,7 +92,8 @@ type conn struct {
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
 	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(),
-		log: sup.log.With().Str("server", cfg.ID).Logger()}
+		log:   sup.log.With().Str("server", cfg.ID).Logger(),
+		ended: make(chan struct{}), slots: make(chan struct{}, sup.opts.MaxPerServer)}
 	s.state = contracts.StateIdle
 	if !cfg.IsEnabled() {
 		s.state = contracts.StateDisabled
@@ -95,6 +104,9 @@ func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
 // connect returns the live connection, starting one if there is none.
 // Concurrent callers share one setup; each waits under its own ctx.
 func (s *session) connect(ctx context.Context) (*conn, error) {
+	if err := s.madeBeforeDisconnect(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.conn != nil {
 		c := s.conn
@@ -203,9 +215,14 @@ func (s *session) connectError(err error) error {
 }
 
 // disconnect stops the live connection or the setup in progress. The
-// session returns to idle (or disabled).
+// session returns to idle (or disabled). Requests waiting for this
+// server's slots, and every request made before now that has not been sent,
+// end with nothing sent; the ones in flight end with the connection.
 func (s *session) disconnect() (wasConnected bool) {
 	s.mu.Lock()
+	s.disconnectedAt = time.Now()
+	close(s.ended)
+	s.ended = make(chan struct{})
 	c := s.conn
 	s.conn = nil
 	if s.setup != nil {
@@ -220,6 +237,9 @@ func (s *session) disconnect() (wasConnected bool) {
 	s.lastErr = ""
 	s.mu.Unlock()
 	if c != nil {
+		// Calls in flight say why their connection ended.
+		why := "the server was disconnected"
+		c.lost.CompareAndSwap(nil, &why)
 		c.close()
 		s.log.Info().Msg("disconnected")
 	}

@@ -63,6 +63,12 @@ type Options struct {
 	// length, so a cut never leaves a piece of a secret that redaction
 	// can no longer recognise.
 	Redact func(string) string
+	// MaxPerServer bounds the work sent to one server at once (calls,
+	// catalog fetches, pings), default 16; MaxInFlight bounds it across
+	// servers, default 64. Further work waits in pikod, in order; a
+	// disconnect ends the work waiting for that server.
+	MaxPerServer int
+	MaxInFlight  int
 }
 
 // Credentials are one server's private values, added after the settings'
@@ -81,6 +87,8 @@ type Supervisor struct {
 	ctx    context.Context // ends at Close: every connection lives inside it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// inflight bounds the work sent to servers at once (see admit).
+	inflight chan struct{}
 	// gen hands out connection generations: seeded from the clock at
 	// start so they never repeat across restarts.
 	gen atomic.Uint64
@@ -109,8 +117,15 @@ func NewSupervisor(opts Options) *Supervisor {
 	if opts.PATH == "" {
 		opts.PATH = "/usr/local/bin:/usr/bin:/bin"
 	}
+	if opts.MaxPerServer <= 0 {
+		opts.MaxPerServer = DefaultMaxPerServer
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*proc.Process]struct{}{}}
+	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*proc.Process]struct{}{},
+		inflight: make(chan struct{}, opts.MaxInFlight)}
 	s.schemas = NewSchemaCache(1024)
 	s.schemas.redact = opts.Redact
 	s.gen.Store(uint64(time.Now().UnixNano()))
@@ -259,7 +274,10 @@ func (s *Supervisor) Connect(ctx context.Context, id string) (contracts.ServerSt
 	return sess.status(), nil
 }
 
-// Disconnect stops one server's connection (and its process group).
+// Disconnect stops one server's connection (and its process group). The
+// work in flight to it ends uncertain; the work waiting for it, and every
+// request made before the disconnect (WithRequestTime) that was not sent,
+// ends with nothing sent.
 func (s *Supervisor) Disconnect(_ context.Context, id string) (bool, error) {
 	sess, err := s.session(id)
 	if err != nil {
@@ -276,6 +294,11 @@ func (s *Supervisor) Ping(ctx context.Context, id string) (contracts.PingResult,
 	if err != nil {
 		return contracts.PingResult{}, err
 	}
+	release, err := s.admit(ctx, sess)
+	if err != nil {
+		return contracts.PingResult{}, err
+	}
+	defer release()
 	c, err := sess.connect(ctx)
 	if err != nil {
 		return contracts.PingResult{}, err
@@ -302,6 +325,11 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 	if err != nil {
 		return contracts.CatalogResult{}, err
 	}
+	release, err := s.admit(ctx, sess)
+	if err != nil {
+		return contracts.CatalogResult{}, err
+	}
+	defer release()
 	c, err := sess.connect(ctx)
 	if err != nil {
 		return contracts.CatalogResult{}, err

@@ -170,6 +170,16 @@ func (c *Client) call(ctx context.Context, grace time.Duration, method string, p
 }
 
 func (c *Client) lost(method string, err error) error {
+	// The daemon may have said why it closed the connection (too many
+	// connections) before our write failed: give the reader a moment to
+	// see it.
+	select {
+	case <-c.st.readerDone:
+	case <-time.After(time.Second):
+	}
+	if we := c.st.peerErr.Load(); we != nil {
+		return we
+	}
 	return &unreachableError{path: c.path, err: fmt.Errorf("connection lost during %s: %w", method, err)}
 }
 

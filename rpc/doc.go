@@ -3,10 +3,15 @@
 // (Listen: a 0700 directory, a 0600 socket from the instant it exists, the
 // stale-socket probe, removal on Close), the peer-credential check that
 // refuses every uid other than the daemon's before a byte is read, the
-// framing with its per-line size cap and write deadlines, request dispatch
-// with bounded concurrency and $/cancelRequest, notifications back to the
-// calling connection, strict params decoding (DecodeParams), and the Go
-// client (Dial, Call) used by pikoctl, the TUI and the tests.
+// framing with its per-line size cap and write deadlines, the limits on
+// what clients can make the daemon hold (a cap on connections; a budget of
+// request bytes read and not yet answered, enforced by not reading a
+// connection further), request dispatch in two lanes (control methods
+// never wait behind work) with per-connection and server-wide slots,
+// $/cancelRequest, half-closed connections (requests already read are
+// answered; only a full close cancels), notifications back to the calling
+// connection, strict params decoding (DecodeParams), and the Go client
+// (Dial, Call) used by pikoctl, the TUI and the tests.
 //
 // It is also the one place where terminal-only methods are enforced: for
 // every call of a contracts.TerminalOnly method that is not exempt (the

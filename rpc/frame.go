@@ -3,14 +3,18 @@ package rpc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,6 +39,10 @@ type frameReader struct {
 	r   *bufio.Reader
 	max int
 	buf []byte
+	// grow, when set, runs before the line being read grows to n bytes;
+	// an error ends the read with it. The server charges its request
+	// budget here, so it reads no more than it may hold.
+	grow func(n int) error
 }
 
 func newFrameReader(r io.Reader, max int) *frameReader {
@@ -46,7 +54,7 @@ func newFrameReader(r io.Reader, max int) *frameReader {
 func (f *frameReader) Next() ([]byte, error) {
 	// Give back the memory of an earlier huge frame instead of pinning it
 	// for the connection's lifetime.
-	if cap(f.buf) > 1<<20 {
+	if cap(f.buf) > maxKeptBuffer {
 		f.buf = nil
 	}
 	f.buf = f.buf[:0]
@@ -56,8 +64,22 @@ func (f *frameReader) Next() ([]byte, error) {
 		if err == nil {
 			content = chunk[:len(chunk)-1]
 		}
-		if len(f.buf)+len(content) > f.max {
+		n := len(f.buf) + len(content)
+		if n > f.max {
 			return nil, fmt.Errorf("reading frame: line exceeds the %d-byte limit: %w", f.max, ErrFrameTooLarge)
+		}
+		if f.grow != nil && len(content) > 0 {
+			if gerr := f.grow(n); gerr != nil {
+				return nil, gerr
+			}
+		}
+		if n > cap(f.buf) {
+			// Double (append grows large slices by a quarter, which
+			// leaves four times the line in garbage behind a long one),
+			// never past the cap.
+			buf := make([]byte, len(f.buf), min(max(2*cap(f.buf), n, 512), f.max))
+			copy(buf, f.buf)
+			f.buf = buf
 		}
 		switch {
 		case err == nil:
@@ -65,7 +87,7 @@ func (f *frameReader) Next() ([]byte, error) {
 			return bytes.TrimSuffix(f.buf, []byte{'\r'}), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			f.buf = append(f.buf, content...)
-		case errors.Is(err, io.EOF) && len(f.buf)+len(content) > 0:
+		case errors.Is(err, io.EOF) && n > 0:
 			f.buf = append(f.buf, content...)
 			return f.buf, nil
 		default:
@@ -73,6 +95,21 @@ func (f *frameReader) Next() ([]byte, error) {
 		}
 	}
 }
+
+// detach gives the caller the buffer of the frame just returned: the
+// next frame is read into a new one. Only a large buffer is worth handing
+// on (a small one is reused and its contents must be copied).
+func (f *frameReader) detach() bool {
+	if cap(f.buf) <= maxKeptBuffer {
+		return false
+	}
+	f.buf = nil
+	return true
+}
+
+// maxKeptBuffer is the largest line buffer a connection keeps between
+// frames.
+const maxKeptBuffer = 1 << 20
 
 // stream is our jsonrpc2.ObjectStream: NDJSON with a frame cap, a write
 // deadline on every write, and (on the server side) JSON-RPC error replies
@@ -95,6 +132,11 @@ type stream struct {
 	readerDone chan struct{}
 	readerOnce sync.Once
 
+	// ctx ends when the connection is torn down or a write to it fails:
+	// the reader stops waiting for budget or for answers then.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	// wmu serialises writes: jsonrpc2 serialises its own, but invalid-line
 	// replies are written from the read side.
 	wmu sync.Mutex
@@ -102,16 +144,74 @@ type stream struct {
 	// filter, when set, rewrites each outgoing frame (see Options.Filter).
 	filter func([]byte) []byte
 
-	// pmu guards the fields that follow: the params of the request just
-	// read, exactly as received. jsonrpc2 decodes a request through a map
-	// and encodes params again, which would collapse duplicate keys and
-	// replace invalid text before pikod could refuse them. jsonrpc2 hands
-	// each request to dispatch before it reads the next line, so one slot
-	// is enough (and memory stays bounded whatever a peer sends).
-	pmu        sync.Mutex
-	lastID     string
-	lastParams json.RawMessage
+	// The fields below are the server side's; the client leaves them
+	// zero.
+
+	// acct is the connection's share of the request budget: a line is
+	// charged as it is read, and the request it becomes stays charged
+	// until dispatch releases it after the answer.
+	acct *account
+	// lineCharged is what the line being read holds of acct (reader
+	// goroutine only), and lineDeadline whether a read deadline guards
+	// it.
+	lineCharged  int64
+	lineDeadline bool
+	// onEOF runs when the peer has shut down its sending side: it returns
+	// once the requests already read are answered (or the peer is gone
+	// for good), so a half-close never cancels them.
+	onEOF func()
+
+	// pmu guards cur: the request or notification just read. jsonrpc2
+	// decodes a request through a map and encodes params again, which
+	// would collapse duplicate keys and replace invalid text before pikod
+	// could refuse them, and would hold several copies of large params;
+	// so the server hands jsonrpc2 only the envelope and keeps the params
+	// here, exactly as received. jsonrpc2 hands each request to dispatch
+	// (which takes cur) before it reads the next line, and only requests
+	// and notifications are ever put here (a response-shaped line never
+	// is), so the params of one message can never reach another.
+	pmu sync.Mutex
+	cur *frame
+
+	// peerErr, on the client, is the error the daemon sent for the whole
+	// connection (an error response with a null id) before closing it.
+	peerErr atomic.Pointer[contracts.Error]
 }
+
+// connectionError returns the error of an error response without an id
+// (or with a null one): what a server says about the whole connection
+// before closing it. Anything else is nil.
+func connectionError(obj map[string]json.RawMessage) *contracts.Error {
+	_, hasMethod := obj["method"]
+	raw, hasError := obj["error"]
+	if id, ok := obj["id"]; hasMethod || !hasError || (ok && string(id) != "null") {
+		return nil
+	}
+	var we contracts.Error
+	if json.Unmarshal(raw, &we) != nil || we.Message == "" {
+		return nil
+	}
+	return &we
+}
+
+// frame is a request or notification as the server read it.
+type frame struct {
+	// id is the id as json.Marshal gives it; "" for a notification.
+	id string
+	// params is the params member exactly as received; nil when absent.
+	params json.RawMessage
+	// charge is what the message holds of the connection's budget; its
+	// taker releases it.
+	charge int64
+	// received is when its last byte was read.
+	received time.Time
+}
+
+// lineIdleTimeout bounds the silence inside a large line: a peer that
+// starts a line longer than smallLine and sends nothing more for this
+// long is holding a frame's worth of the budget for nothing, and is
+// disconnected.
+var lineIdleTimeout = 30 * time.Second
 
 // idKey normalises a JSON-RPC id to the form json.Marshal gives it.
 func idKey(id json.RawMessage) string {
@@ -126,30 +226,29 @@ func idKey(id json.RawMessage) string {
 	return string(b)
 }
 
-func (s *stream) keepParams(id, params json.RawMessage) {
+// take returns (and forgets) the message just read; nil when there is
+// none (the client side).
+func (s *stream) take() *frame {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	s.lastID, s.lastParams = idKey(id), bytes.Clone(params)
+	f := s.cur
+	s.cur = nil
+	return f
 }
 
-// takeParams returns (and forgets) the original params of request id, if
-// it is the request just read.
-func (s *stream) takeParams(id jsonrpc2.ID) (json.RawMessage, bool) {
-	b, err := json.Marshal(id)
-	if err != nil {
-		return nil, false
-	}
+func (s *stream) put(f *frame) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
-	if s.lastParams == nil || s.lastID != string(b) {
-		return nil, false
+	if s.cur != nil && s.acct != nil {
+		// Never happens with jsonrpc2 (it dispatches each request before
+		// reading on); if it did, the budget must not leak.
+		s.acct.release(s.cur.charge)
 	}
-	p := s.lastParams
-	s.lastID, s.lastParams = "", nil
-	return p, true
+	s.cur = f
 }
 
 func newStream(nc net.Conn, max int, writeTimeout time.Duration, replyInvalid bool, log zerolog.Logger) *stream {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &stream{
 		nc:           nc,
 		fr:           newFrameReader(nc, max),
@@ -158,13 +257,79 @@ func newStream(nc net.Conn, max int, writeTimeout time.Duration, replyInvalid bo
 		log:          log,
 		replyInvalid: replyInvalid,
 		readerDone:   make(chan struct{}),
+		ctx:          ctx,
+		cancel:       cancel,
 	}
+}
+
+// charge makes the stream account what it reads against acct (server).
+func (s *stream) charge(acct *account) {
+	s.acct = acct
+	s.fr.grow = s.growLine
+}
+
+// growLine charges the line being read for n bytes. Up to smallLine it
+// is charged as it grows; past that it takes what the largest request
+// costs at once (see the budget's doc), and a read deadline stops a peer
+// from sitting on it.
+func (s *stream) growLine(n int) error {
+	if int64(n) > s.lineCharged {
+		want := int64(n)
+		if n > smallLine {
+			want = requestCharge(s.max)
+		}
+		if err := s.acct.charge(s.ctx, want-s.lineCharged); err != nil {
+			return fmt.Errorf("waiting for request budget: %w", err)
+		}
+		s.lineCharged = want
+	}
+	if n > smallLine {
+		// Set after any wait for budget: the deadline bounds the peer's
+		// silence, not ours.
+		if err := s.nc.SetReadDeadline(time.Now().Add(lineIdleTimeout)); err != nil {
+			return fmt.Errorf("setting read deadline: %w", err)
+		}
+		s.lineDeadline = true
+	}
+	return nil
+}
+
+// settleLine turns the charge of the line just read into keep: the
+// charge of the message it is (0 for anything that is not dispatched).
+func (s *stream) settleLine(keep int64) error {
+	if s.acct == nil {
+		return nil
+	}
+	if s.lineDeadline {
+		s.lineDeadline = false
+		if err := s.nc.SetReadDeadline(time.Time{}); err != nil {
+			s.acct.release(s.lineCharged)
+			s.lineCharged = 0
+			return fmt.Errorf("clearing read deadline: %w", err)
+		}
+	}
+	have := s.lineCharged
+	s.lineCharged = 0
+	switch {
+	case keep < have:
+		s.acct.release(have - keep)
+	case keep > have:
+		if err := s.acct.charge(s.ctx, keep-have); err != nil {
+			s.acct.release(have)
+			return fmt.Errorf("waiting for request budget: %w", err)
+		}
+	}
+	return nil
 }
 
 // ReadObject implements jsonrpc2.ObjectStream.
 func (s *stream) ReadObject(v any) error {
 	err := s.readObject(v)
 	if err != nil {
+		if s.acct != nil {
+			s.acct.release(s.lineCharged)
+			s.lineCharged = 0
+		}
 		s.readerOnce.Do(func() { close(s.readerDone) })
 	}
 	return err
@@ -174,7 +339,8 @@ func (s *stream) readObject(v any) error {
 	for {
 		line, err := s.fr.Next()
 		if err != nil {
-			if errors.Is(err, ErrFrameTooLarge) {
+			switch {
+			case errors.Is(err, ErrFrameTooLarge):
 				s.log.Warn().Int("max_frame_bytes", s.max).Msg("closing connection: frame too large")
 				if s.replyInvalid {
 					// Best effort: tell the peer why before hanging up.
@@ -183,55 +349,126 @@ func (s *stream) readObject(v any) error {
 						Message: fmt.Sprintf("invalid request: line exceeds the %d-byte frame limit; closing the connection", s.max),
 					})
 				}
+			case errors.Is(err, os.ErrDeadlineExceeded) && s.lineDeadline:
+				s.log.Warn().Dur("idle", lineIdleTimeout).Msg("closing connection: a long line stalled")
+				if s.replyInvalid {
+					_ = s.writeError(nil, &jsonrpc2.Error{
+						Code: contracts.CodeInvalidRequest,
+						Message: fmt.Sprintf("invalid request: nothing more of a long line arrived for %s; closing the connection",
+							lineIdleTimeout),
+					})
+				}
+			case errors.Is(err, io.EOF) && s.onEOF != nil:
+				// The peer will send nothing more: answer what it sent.
+				s.onEOF()
 			}
 			return err
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			if err := s.settleLine(0); err != nil {
+				return err
+			}
 			continue
 		}
-		id, params, rerr := parseMessage(line)
+		if s.replyInvalid {
+			ok, err := s.readRequest(line, v)
+			if ok || err != nil {
+				return err
+			}
+			continue
+		}
+		obj, _, rerr := checkObject(line)
 		if rerr == nil {
-			if err := json.Unmarshal(line, v); err != nil {
-				rerr = &jsonrpc2.Error{Code: contracts.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
-			} else {
-				if id != nil && params != nil {
-					// Responses carry an id too; only requests are dispatched.
-					s.keepParams(id, params)
-				}
+			err := json.Unmarshal(line, v)
+			if err == nil {
 				return nil
 			}
+			rerr = &jsonrpc2.Error{Code: contracts.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+		} else if we := connectionError(obj); we != nil {
+			// The daemon refuses the connection (too many of them) or
+			// closes it (a frame too large), and says why first.
+			s.peerErr.Store(we)
+			return fmt.Errorf("pikod closed the connection: %s", we.Message)
 		}
-		if !s.replyInvalid {
-			return fmt.Errorf("reading message: %s", rerr.Message)
+		return fmt.Errorf("reading message: %s", rerr.Message)
+	}
+}
+
+// readRequest is the server's reading of one line: a request or a
+// notification is handed to jsonrpc2 as its bare envelope (method and
+// id) and kept for dispatch (put); a response is dropped, as pikod never
+// asks its clients anything; anything else is answered with an error.
+// ok reports whether v was filled.
+func (s *stream) readRequest(line []byte, v any) (ok bool, _ error) {
+	obj, id, rerr := checkObject(line)
+	if rerr == nil {
+		if _, isRequest := obj["method"]; !isRequest {
+			s.log.Debug().Msg("ignoring a response: pikod sends no requests to its clients")
+			return false, s.settleLine(0)
 		}
-		if err := s.writeError(id, rerr); err != nil {
-			return err
+		var method string
+		_ = json.Unmarshal(obj["method"], &method) // checked by checkObject
+		env := make([]byte, 0, len(method)+len(id)+48)
+		env = append(env, `{"jsonrpc":"2.0","method":`...)
+		env, _ = appendJSON(env, method)
+		if id != nil {
+			env = append(env, `,"id":`...)
+			env = append(env, id...)
+		}
+		env = append(env, '}')
+		if err := json.Unmarshal(env, v); err != nil {
+			rerr = &jsonrpc2.Error{Code: contracts.CodeInvalidRequest, Message: "invalid request: " + err.Error()}
+		} else {
+			charge := requestCharge(len(line))
+			if err := s.settleLine(charge); err != nil {
+				return false, err
+			}
+			params := obj["params"]
+			if params != nil && !s.fr.detach() {
+				// The line's buffer is reused for the next one.
+				params = bytes.Clone(params)
+			}
+			f := &frame{params: params, charge: charge, received: time.Now()}
+			if id != nil {
+				f.id = idKey(id)
+			}
+			s.put(f)
+			return true, nil
 		}
 	}
+	if err := s.settleLine(0); err != nil {
+		return false, err
+	}
+	return false, s.writeError(id, rerr)
+}
+
+// appendJSON appends the JSON encoding of a string.
+func appendJSON(b []byte, s string) ([]byte, error) {
+	enc, err := json.Marshal(s)
+	return append(b, enc...), err
 }
 
 // checkMessage validates one line as a JSON-RPC 2.0 request or response
 // object. On failure it returns the id to answer with (nil: null) and the
 // error to send.
 func checkMessage(line []byte) (json.RawMessage, *jsonrpc2.Error) {
-	id, _, err := parseMessage(line)
+	_, id, err := checkObject(line)
 	return id, err
 }
 
-// parseMessage is checkMessage that also returns the params member exactly
-// as the peer wrote it.
-func parseMessage(line []byte) (json.RawMessage, json.RawMessage, *jsonrpc2.Error) {
-	obj, id, err := checkObject(line)
-	if err != nil {
-		return id, nil, err
-	}
-	return id, obj["params"], nil
-}
-
 // checkObject parses line once and checks it; it returns the members and
-// the id (nil when absent or null).
+// the id (nil when absent or null). The members are slices of line, not
+// copies: a caller that keeps one past the line's life copies it.
 func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage, _ *jsonrpc2.Error) {
-	if err := json.Unmarshal(line, &obj); err != nil {
+	var refs map[string]rawRef
+	err := json.Unmarshal(line, &refs)
+	if refs != nil {
+		obj = make(map[string]json.RawMessage, len(refs))
+		for k, v := range refs {
+			obj[k] = json.RawMessage(v)
+		}
+	}
+	if err != nil {
 		var syn *json.SyntaxError
 		switch {
 		case errors.As(err, &syn) || !json.Valid(line):
@@ -251,7 +488,7 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 	rawID, hasID := obj["id"]
 	if hasID && !validID(rawID) {
 		return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
-			Message: "invalid request: id must be a string, a non-negative integer or absent"}
+			Message: fmt.Sprintf("invalid request: id must be a string of at most %d bytes, a non-negative integer or absent", maxIDBytes)}
 	}
 	var id json.RawMessage
 	if hasID && string(rawID) != "null" {
@@ -275,6 +512,11 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 			return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 				Message: "invalid request: method must be a non-empty string"}
 		}
+		if len(method) > maxMethodBytes {
+			// Its name would come back in "method not found".
+			return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
+				Message: fmt.Sprintf("invalid request: method name longer than %d bytes", maxMethodBytes)}
+		}
 	case hasResult || hasError:
 		if id == nil {
 			return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
@@ -287,8 +529,24 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 	return obj, id, nil
 }
 
+// rawRef is json.RawMessage without the copy: it keeps the slice of the
+// input the decoder hands it.
+type rawRef []byte
+
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
+// maxMethodBytes bounds a method name: no method is longer than a few
+// dozen bytes.
+const maxMethodBytes = 256
+
+// maxIDBytes bounds a string id as written (quotes and escapes included).
+const maxIDBytes = 1024
+
 // validID reports whether raw is an id jsonrpc2 can carry faithfully: null,
-// a string, or an integer in 0..MaxInt64.
+// a string (of at most maxIDBytes), or an integer in 0..MaxInt64.
 func validID(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -298,8 +556,9 @@ func validID(raw json.RawMessage) bool {
 	case 'n':
 		return string(raw) == "null"
 	case '"':
+		// Every answer carries the id back.
 		var s string
-		return json.Unmarshal(raw, &s) == nil
+		return len(raw) <= maxIDBytes && json.Unmarshal(raw, &s) == nil
 	}
 	n, err := strconv.ParseUint(string(raw), 10, 64)
 	return err == nil && n <= math.MaxInt64
@@ -335,8 +594,9 @@ func (s *stream) writeError(id json.RawMessage, e *jsonrpc2.Error) error {
 }
 
 // writeFrame writes one line under the write deadline. A failed write
-// closes the connection: a peer that does not read must not hold a
-// goroutine (or the semaphore behind it) for longer than writeTimeout.
+// closes the connection (on the client, unless the daemon already closed
+// its end): a peer that does not read must not hold a goroutine (or the
+// slot behind it) for longer than writeTimeout.
 func (s *stream) writeFrame(data []byte) error {
 	if s.filter != nil {
 		data = s.filter(data)
@@ -345,12 +605,20 @@ func (s *stream) writeFrame(data []byte) error {
 	defer s.wmu.Unlock()
 	if s.writeTimeout > 0 {
 		if err := s.nc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil {
+			s.cancel()
 			s.nc.Close()
 			return fmt.Errorf("setting write deadline: %w", err)
 		}
 	}
 	if _, err := s.nc.Write(append(data, '\n')); err != nil {
-		s.nc.Close()
+		// The peer is gone or not reading: nothing more will reach it.
+		// A client whose daemon closed the connection leaves it open, so
+		// its reader still gets the last thing the daemon said (why it
+		// refused the connection) before the end of the stream.
+		if s.replyInvalid || !errors.Is(err, syscall.EPIPE) {
+			s.cancel()
+			s.nc.Close()
+		}
 		return fmt.Errorf("writing frame: %w", err)
 	}
 	return nil
@@ -358,5 +626,6 @@ func (s *stream) writeFrame(data []byte) error {
 
 // Close implements jsonrpc2.ObjectStream.
 func (s *stream) Close() error {
+	s.cancel()
 	return s.nc.Close()
 }

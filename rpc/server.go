@@ -32,6 +32,10 @@ type Request struct {
 	// Peer is the calling process (zero when the listener was not made
 	// by Listen).
 	Peer Peer
+	// Received is when the request's last byte was read: it may have
+	// waited for a slot since. A disconnect ends the calls made before it
+	// by this time.
+	Received time.Time
 	// Notify sends a notification to the connection this request came on.
 	// Notifications sent before the handler returns reach the client before
 	// the response.
@@ -43,12 +47,48 @@ type Request struct {
 // error (see Server).
 type HandlerFunc func(ctx context.Context, req *Request) (result any, err error)
 
+// Defaults of Options.
+const (
+	DefaultMaxConnections    = 256
+	DefaultMaxPendingBytes   = 64 << 20
+	DefaultConnPendingBytes  = 32 << 20
+	DefaultMaxConcurrent     = 256
+	DefaultMaxConnConcurrent = 32
+	DefaultMaxControl        = 32
+	DefaultMaxConnControl    = 8
+)
+
 // Options configure a Server. Zero values take the defaults.
 type Options struct {
 	Log zerolog.Logger
-	// MaxConcurrent bounds requests handled at once across all
-	// connections; default 64. Further requests wait for a slot.
-	MaxConcurrent int
+	// MaxConnections bounds the connections served at once; default 256.
+	// A connection beyond it gets one error frame (code 1009, reason
+	// too_many_connections) and is closed.
+	MaxConnections int
+	// MaxPendingBytes bounds the memory held for requests read and not
+	// yet answered, across all connections; default 64 MiB. A request
+	// counts three times its length plus 8 KiB (it is held as read and
+	// decoded); a line being read counts as it grows, and a line longer
+	// than 64 KiB as the largest request would. When a connection cannot
+	// be charged, it is not read further until answers free the budget (its
+	// writes block: back-pressure). Besides it, every connection may hold
+	// 64 KiB of its own, so a short request is always read.
+	MaxPendingBytes int64
+	// ConnPendingBytes bounds what one connection may hold of it; default
+	// 32 MiB (never less than the largest request costs).
+	ConnPendingBytes int64
+	// MaxConcurrent bounds the work-lane requests (every method not
+	// flagged contracts.Control) handled at once across all connections;
+	// default 256. MaxConnConcurrent bounds them per connection; default
+	// 32. Further requests wait for a slot, in order.
+	MaxConcurrent     int
+	MaxConnConcurrent int
+	// MaxControl bounds the control-lane requests (contracts.Control
+	// methods) handled at once across all connections, default 32;
+	// MaxConnControl per connection, default 8. Control requests never
+	// wait for a work slot. $/cancelRequest takes no slot at all.
+	MaxControl     int
+	MaxConnControl int
 	// MaxFrameBytes bounds one line in either direction; default 8 MiB.
 	MaxFrameBytes int
 	// WriteTimeout bounds each write to a connection; a write that times
@@ -73,12 +113,18 @@ type Options struct {
 // contracts.ToError, except a bare context cancellation or deadline, which
 // becomes the canceled or deadline_exceeded class. A panic is recovered,
 // logged and answered as an internal error.
+//
+// Requests run in two lanes with their own slots: the control lane
+// (methods flagged contracts.Control: how the owner sees and stops what is
+// going on) and the work lane (everything else: calls, catalogs, ...).
+// A request takes a slot of its connection, then one of the server, so one
+// client cannot take every slot. Requests read before a client shuts down
+// its sending side are answered before the connection closes.
 type Server struct {
 	log          zerolog.Logger
 	maxFrame     int
 	writeTimeout time.Duration
 	filter       func([]byte) []byte
-	sem          chan struct{}
 	ownerCheck   func(context.Context, *Request) error
 	ownerUID     int
 	// methods is contracts.MethodTable by name.
@@ -87,10 +133,24 @@ type Server struct {
 	// steps after it.
 	checkPeer func(p Peer, ownerUID int) error
 
+	// work and control are the server-wide slots of the two lanes;
+	// connWork and connControl size each connection's.
+	work, control         chan struct{}
+	connWork, connControl int
+	// pool is the request budget; connMax what one connection may hold.
+	pool     *pool
+	connMax  int64
+	maxConns int
+
 	// mu guards the fields that follow.
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
 	serving  bool
+	conns    int // connections being served
+	// refused counts connections refused since the last warning about
+	// them; lastRefusal is when that warning was logged.
+	refused     int
+	lastRefusal time.Time
 
 	// testHookQueued, if set, runs when a request has to wait for a slot.
 	testHookQueued func()
@@ -98,15 +158,33 @@ type Server struct {
 
 // NewServer returns a server with no methods.
 func NewServer(opts Options) *Server {
-	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = 64
-	}
 	if opts.MaxFrameBytes <= 0 {
 		opts.MaxFrameBytes = DefaultMaxFrameBytes
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	orDefault := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orDefault(&opts.MaxConnections, DefaultMaxConnections)
+	orDefault(&opts.MaxConcurrent, DefaultMaxConcurrent)
+	orDefault(&opts.MaxConnConcurrent, DefaultMaxConnConcurrent)
+	orDefault(&opts.MaxControl, DefaultMaxControl)
+	orDefault(&opts.MaxConnControl, DefaultMaxConnControl)
+	if opts.ConnPendingBytes <= 0 {
+		opts.ConnPendingBytes = DefaultConnPendingBytes
+	}
+	if opts.MaxPendingBytes <= 0 {
+		opts.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	// A connection must be able to hold the largest request, and the pool
+	// must be able to give it that much.
+	opts.ConnPendingBytes = max(opts.ConnPendingBytes, requestCharge(opts.MaxFrameBytes)+connReserve)
+	opts.MaxPendingBytes = max(opts.MaxPendingBytes, opts.ConnPendingBytes)
+
 	methods := make(map[string]contracts.MethodInfo, len(contracts.MethodTable))
 	for _, m := range contracts.MethodTable {
 		methods[m.Name] = m
@@ -116,11 +194,17 @@ func NewServer(opts Options) *Server {
 		maxFrame:     opts.MaxFrameBytes,
 		writeTimeout: opts.WriteTimeout,
 		filter:       opts.Filter,
-		sem:          make(chan struct{}, opts.MaxConcurrent),
 		ownerCheck:   opts.OwnerCheck,
 		ownerUID:     os.Getuid(),
 		methods:      methods,
 		checkPeer:    Peer.CheckTerminal,
+		work:         make(chan struct{}, opts.MaxConcurrent),
+		control:      make(chan struct{}, opts.MaxControl),
+		connWork:     opts.MaxConnConcurrent,
+		connControl:  opts.MaxConnControl,
+		pool:         newPool(opts.MaxPendingBytes),
+		connMax:      opts.ConnPendingBytes,
+		maxConns:     opts.MaxConnections,
 		handlers:     map[string]HandlerFunc{},
 	}
 }
@@ -189,11 +273,61 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("accepting connections: %w", err)
 		}
 		backoff = 0
+		s.mu.Lock()
+		full := s.conns >= s.maxConns
+		if !full {
+			s.conns++
+		}
+		s.mu.Unlock()
+		if full {
+			s.refuse(nc)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				s.mu.Lock()
+				s.conns--
+				s.mu.Unlock()
+			}()
 			s.serveConn(ctx, nc)
 		}()
+	}
+}
+
+// refuse answers a connection over the limit with one error frame and
+// closes it. It runs on the accept loop, so it never waits on the peer:
+// the frame fits an empty socket buffer, and whatever the peer already
+// sent is discarded first, so closing does not reset the connection
+// before the peer reads why.
+func (s *Server) refuse(nc net.Conn) {
+	defer nc.Close()
+	we := contracts.ToError(contracts.WithHint(
+		contracts.Errorf(contracts.ErrResourceExhausted, "too_many_connections",
+			"too many connections: pikod serves at most %d at once", s.maxConns),
+		"close clients that are idle, or wait for one to finish, and connect again"))
+	frame, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      *int            `json:"id"`
+		Error   *jsonrpc2.Error `json:"error"`
+	}{"2.0", nil, toJSONRPCError(we)})
+	if err == nil {
+		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = nc.Write(append(frame, '\n'))
+	}
+	discardQueued(nc)
+
+	s.mu.Lock()
+	s.refused++
+	warn := time.Since(s.lastRefusal) >= 10*time.Second
+	n := s.refused
+	if warn {
+		s.refused, s.lastRefusal = 0, time.Now()
+	}
+	s.mu.Unlock()
+	if warn {
+		s.log.Warn().Int("max_connections", s.maxConns).Int("refused", n).Msg("refused connections: too many at once")
 	}
 }
 
@@ -204,25 +338,48 @@ type connState struct {
 	// ctx is the parent of every handler's context: it ends at shutdown
 	// or when the peer goes away.
 	ctx context.Context
+	// work and control are this connection's slots of the two lanes.
+	work, control chan struct{}
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
 	closed   bool // no more handler goroutines may start
 	inflight map[jsonrpc2.ID]context.CancelFunc
-	wg       sync.WaitGroup // handler goroutines
+	// idle, when set, is closed once inflight is empty: the reader waits
+	// on it after the peer shut down its sending side.
+	idle chan struct{}
+	wg   sync.WaitGroup // handler goroutines
+}
+
+// finish forgets a request that has been answered.
+func (cs *connState) finish(id jsonrpc2.ID) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	delete(cs.inflight, id)
+	if len(cs.inflight) == 0 && cs.idle != nil {
+		close(cs.idle)
+		cs.idle = nil
+	}
 }
 
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	cs := &connState{inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	cs := &connState{
+		inflight: map[jsonrpc2.ID]context.CancelFunc{},
+		work:     make(chan struct{}, s.connWork),
+		control:  make(chan struct{}, s.connControl),
+	}
 	cs.peer, _ = PeerOf(nc)
 	log := s.log.With().Int("peer_pid", cs.peer.PID).Logger()
 	log.Debug().Msg("connection opened")
 
 	st := newStream(nc, s.maxFrame, s.writeTimeout, true, log)
 	st.filter = s.filter
+	acct := newAccount(s.pool, connReserve, s.connMax)
+	st.charge(acct)
+	st.onEOF = func() { s.drain(cs, log) }
 	cs.st = st
 	cs.ctx = ctx
 	// The connection itself outlives shutdown's cancellation until every
@@ -234,7 +391,9 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		s.dispatch(hctx, jc, cs, r, log)
 	}), jsonrpc2.SetLogger(printfLogger{log}))
 
-	// DisconnectNotify fires on a read error or a failed write.
+	// DisconnectNotify fires when the reader stops (the peer closed, or
+	// shut down its side and every request it sent has been answered; a
+	// broken frame) or a write failed.
 	select {
 	case <-jc.DisconnectNotify():
 	case <-ctx.Done():
@@ -244,28 +403,74 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	cs.mu.Unlock()
 	cancel() // handlers' contexts
 	cs.wg.Wait()
+	st.cancel() // a reader waiting for budget
 	jc.Close()
 	<-st.readerDone
+	if n := acct.charged(); n != 0 {
+		log.Error().Int64("bytes", n).Msg("request budget still charged after the connection closed; released")
+		acct.release(n)
+	}
 	log.Debug().Msg("connection closed")
+}
+
+// drain runs on the reader once the peer has shut down its sending side:
+// it returns when every request already read has been answered, or the
+// peer has closed the connection for good (or a write to it failed), in
+// which case the requests left are cancelled as for any closed
+// connection.
+func (s *Server) drain(cs *connState, log zerolog.Logger) {
+	cs.mu.Lock()
+	n := len(cs.inflight)
+	if n == 0 {
+		cs.mu.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	cs.idle = idle
+	cs.mu.Unlock()
+	log.Debug().Int("requests", n).Msg("peer finished sending; answering its requests before closing")
+	gone, stop := watchHangup(cs.st.nc)
+	defer stop()
+	select {
+	case <-idle:
+	case <-gone:
+		log.Debug().Msg("peer closed the connection; cancelling its requests")
+	case <-cs.st.ctx.Done():
+	}
 }
 
 // dispatch runs on jsonrpc2's read goroutine: it must not block for long.
 func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState, r *jsonrpc2.Request, log zerolog.Logger) {
-	// The params exactly as received (see stream.params); taken first so
-	// every path forgets them.
-	var rawParams json.RawMessage
-	if !r.Notif {
-		rawParams, _ = cs.st.takeParams(r.ID)
+	// The message exactly as received (see stream.cur); taken first so
+	// every path releases its budget.
+	f := cs.st.take()
+	if f == nil {
+		f = &frame{received: time.Now()}
 	}
+	if want := ""; !r.Notif {
+		if b, err := json.Marshal(r.ID); err == nil {
+			want = string(b)
+		}
+		if f.id != want {
+			// Cannot happen: the stream hands jsonrpc2 the envelope of
+			// the very message it keeps.
+			log.Error().Msg("dispatch: the message read is not the one dispatched; ignoring its params")
+			cs.st.acct.release(f.charge)
+			f = &frame{received: time.Now()}
+		}
+	}
+	answered := func() { cs.st.acct.release(f.charge) }
 	if r.Method == contracts.MethodCancel {
-		cs.cancel(r, log)
+		cs.cancel(f.params, log)
 		if !r.Notif {
 			s.reply(ctx, jc, r.ID, json.RawMessage("null"), nil, log)
 		}
+		answered()
 		return
 	}
 	if r.Notif {
 		log.Debug().Str("method", r.Method).Msg("ignoring notification")
+		answered()
 		return
 	}
 	s.mu.Lock()
@@ -278,12 +483,14 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 			Message: "method not found: " + r.Method,
 			Data:    &contracts.ErrorData{Reason: "method_not_found"},
 		}, log)
+		answered()
 		return
 	}
 
 	cs.mu.Lock()
 	if cs.closed {
 		cs.mu.Unlock()
+		answered()
 		return
 	}
 	if _, dup := cs.inflight[r.ID]; dup {
@@ -293,6 +500,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 			Message: fmt.Sprintf("invalid request: id %s is already in use by a request in flight", r.ID),
 			Data:    &contracts.ErrorData{Reason: "invalid_request"},
 		}, log)
+		answered()
 		return
 	}
 	rctx, rcancel := context.WithCancel(cs.ctx)
@@ -300,14 +508,9 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	cs.wg.Add(1)
 	cs.mu.Unlock()
 
-	req := &Request{Method: r.Method, Peer: cs.peer}
+	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received}
 	if id, err := json.Marshal(r.ID); err == nil {
 		req.ID = id
-	}
-	if rawParams != nil {
-		req.Params = rawParams
-	} else if r.Params != nil {
-		req.Params = *r.Params
 	}
 	req.Notify = func(method string, params any) error {
 		if err := jc.Notify(rctx, method, params); err != nil {
@@ -315,16 +518,14 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		}
 		return nil
 	}
+	control := s.methods[r.Method].Control()
 	go func() {
 		defer cs.wg.Done()
-		defer func() {
-			cs.mu.Lock()
-			delete(cs.inflight, r.ID)
-			cs.mu.Unlock()
-			rcancel()
-		}()
+		defer rcancel()
+		defer cs.finish(r.ID)
+		defer answered()
 		start := time.Now()
-		result, werr := s.run(rctx, h, req, log)
+		result, werr := s.run(rctx, cs, h, req, control, log)
 		code := 0
 		if werr != nil {
 			code = werr.Code
@@ -334,27 +535,20 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	}()
 }
 
-// run waits for a slot, calls h and encodes its outcome. The slot is
-// released before the reply is written, so a slow reader never holds one.
-func (s *Server) run(ctx context.Context, h HandlerFunc, req *Request, log zerolog.Logger) (json.RawMessage, *contracts.Error) {
-	select {
-	case s.sem <- struct{}{}:
-	default:
-		if s.testHookQueued != nil {
-			s.testHookQueued()
-		}
-		select {
-		case s.sem <- struct{}{}:
-		case <-ctx.Done():
-			return nil, s.wireError(req.Method, ctx.Err(), log)
-		}
+// run waits for a slot of its lane, calls h and encodes its outcome. The
+// slot is released before the reply is written, so a slow reader never
+// holds one.
+func (s *Server) run(ctx context.Context, cs *connState, h HandlerFunc, req *Request, control bool, log zerolog.Logger) (json.RawMessage, *contracts.Error) {
+	release, err := s.slot(ctx, cs, control)
+	if err != nil {
+		return nil, s.wireError(req.Method, err, log)
 	}
 	var result any
-	err := s.admit(ctx, req, log)
+	err = s.admit(ctx, req, log)
 	if err == nil {
 		result, err = s.call(ctx, h, req, log)
 	}
-	<-s.sem
+	release()
 	if err != nil {
 		return nil, s.wireError(req.Method, err, log)
 	}
@@ -368,6 +562,44 @@ func (s *Server) run(ctx context.Context, h HandlerFunc, req *Request, log zerol
 			"the result of %s is %d bytes, over the %d-byte frame limit", req.Method, len(data), s.maxFrame))
 	}
 	return data, nil
+}
+
+// slot takes a slot of the connection's lane, then one of the server's:
+// waiting for the connection's own never holds a server slot. The control
+// lane and the work lane never share slots.
+func (s *Server) slot(ctx context.Context, cs *connState, control bool) (release func(), err error) {
+	mine, all := cs.work, s.work
+	if control {
+		mine, all = cs.control, s.control
+	}
+	if err := s.acquire(ctx, mine); err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx, all); err != nil {
+		<-mine
+		return nil, err
+	}
+	return func() {
+		<-all
+		<-mine
+	}, nil
+}
+
+func (s *Server) acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	if s.testHookQueued != nil {
+		s.testHookQueued()
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // admit is the one place where terminal-only methods are enforced: a call
@@ -488,11 +720,11 @@ func toJSONRPCError(we *contracts.Error) *jsonrpc2.Error {
 
 // cancel handles $/cancelRequest {"id": ID}: it cancels the context of
 // this connection's in-flight request with that id, if any.
-func (cs *connState) cancel(r *jsonrpc2.Request, log zerolog.Logger) {
+func (cs *connState) cancel(params json.RawMessage, log zerolog.Logger) {
 	var p struct {
 		ID *jsonrpc2.ID `json:"id"`
 	}
-	if r.Params == nil || json.Unmarshal(*r.Params, &p) != nil || p.ID == nil {
+	if params == nil || json.Unmarshal(params, &p) != nil || p.ID == nil {
 		log.Debug().Msg("ignoring malformed $/cancelRequest")
 		return
 	}

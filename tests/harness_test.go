@@ -186,6 +186,8 @@ type daemon struct {
 	args     []string
 	// cmdHooks adjust each pikod command before it starts (withCmd).
 	cmdHooks []func(*exec.Cmd)
+	// bin is the pikod binary to run; pikodBin when empty.
+	bin string
 
 	// mu guards the fields that follow.
 	mu    sync.Mutex
@@ -282,7 +284,11 @@ func startDaemon(t testing.TB, opts ...option) *daemon {
 func (d *daemon) spawn(t testing.TB) *proc {
 	t.Helper()
 	args := append([]string{"--state-dir", d.stateDir, "--socket", d.socket}, d.args...)
-	p := &proc{cmd: exec.Command(pikodBin, args...), done: make(chan struct{})}
+	bin := d.bin
+	if bin == "" {
+		bin = pikodBin
+	}
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = d.env
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
@@ -448,14 +454,20 @@ func (d *daemon) call(t testing.TB, method string, params any) json.RawMessage {
 	return res
 }
 
-// tryCall makes one call on a fresh connection and returns its error.
+// tryCall makes one call on a fresh connection, closed after it (pikod
+// serves a bounded number of connections at once), and returns its
+// error.
 func (d *daemon) tryCall(t testing.TB, method string, params any) (json.RawMessage, error) {
 	t.Helper()
-	c := d.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
+	c, err := rpc.Dial(ctx, d.socket)
+	if err != nil {
+		t.Fatalf("dialing %s: %v", d.socket, err)
+	}
+	defer c.Close()
 	var res json.RawMessage
-	err := c.Call(ctx, method, params, &res)
+	err = c.Call(ctx, method, params, &res)
 	return res, err
 }
 
