@@ -340,7 +340,7 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 	}
 	return contracts.CatalogResult{
 		Server: id, Tools: cat.Tools, Resources: cat.Resources, ResourceTemplates: cat.ResourceTemplates,
-		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem,
+		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem, Excluded: cat.Excluded,
 		DiscoveredAt: cat.DiscoveredAt.Format(time.RFC3339Nano),
 	}, nil
 }
