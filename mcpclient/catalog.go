@@ -55,6 +55,9 @@ type Catalog struct {
 	// byOriginal and byModel index Tools by original and model-facing
 	// name; built once before the catalog is published, read-only after.
 	byOriginal, byModel map[string]int
+	// offer indexes resources, templates and prompts (see offerIndex);
+	// built with the name indexes, read-only after, shared by copies.
+	offer *offerIndex
 }
 
 // buildIndex fills the name indexes; call it before publishing.
@@ -64,6 +67,9 @@ func (c *Catalog) buildIndex() {
 	for i, t := range c.Tools {
 		c.byOriginal[t.OriginalName] = i
 		c.byModel[t.Name] = i
+	}
+	if c.offer == nil {
+		c.offer = newOfferIndex(c)
 	}
 }
 
@@ -342,7 +348,7 @@ func orEmpty(raw []json.RawMessage) []json.RawMessage {
 	return raw
 }
 
-type serverCaps struct{ tools, resources, prompts bool }
+type serverCaps struct{ tools, resources, prompts, completions bool }
 
 // toolsFrom decodes raw tool definitions, names them and applies grants.
 // Tools are sorted by original name so the catalog does not depend on the

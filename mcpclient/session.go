@@ -420,7 +420,8 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	}
 	c.info = contracts.ServerInfo{Name: s.sup.clean(res.ServerInfo.Name, 200), Version: s.sup.clean(res.ServerInfo.Version, 100)}
 	sc := res.Capabilities
-	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil}
+	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil,
+		completions: sc.Completions != nil}
 	c.since = time.Now().UTC()
 
 	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
