@@ -87,6 +87,15 @@ func newOfferIndex(c *Catalog) *offerIndex {
 	return o
 }
 
+// offers returns the catalog's offer index (built on the spot for a
+// catalog that was never published, which has none).
+func (c *Catalog) offers() *offerIndex {
+	if c.offer == nil {
+		return newOfferIndex(c)
+	}
+	return c.offer
+}
+
 // covers reports whether uri is a resource the catalog lists, or one of its
 // templates can expand to.
 func (o *offerIndex) covers(uri string) bool {
@@ -245,7 +254,7 @@ func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (json
 	if !c.caps.resources {
 		return nil, sess.notOffered("resources", "resources")
 	}
-	if !cat.offer.covers(uri) {
+	if !cat.offers().covers(uri) {
 		msg := fmt.Sprintf("server %q lists no resource %s and none of its URI templates matches it", server, strconv.Quote(s.clip(uri, 300)))
 		if !cat.Complete {
 			msg += "; its catalog is incomplete (" + s.clean(cat.Problem, 300) + ")"
@@ -312,7 +321,7 @@ func (s *Supervisor) GetPrompt(ctx context.Context, req PromptRequest) (*PromptO
 	if !c.caps.prompts {
 		return nil, sess.notOffered("prompts", "prompts")
 	}
-	def, ok := cat.offer.prompts[req.Name]
+	def, ok := cat.offers().prompts[req.Name]
 	if !ok {
 		return nil, s.unknownPrompt(req.Server, req.Name, cat)
 	}
@@ -342,8 +351,8 @@ func (s *Supervisor) unknownPrompt(server, name string, cat *Catalog) error {
 		msg += " in its catalog, which is incomplete (" + s.clean(cat.Problem, 300) + ")"
 	}
 	hint := "list its prompts with 'pikoctl mcp prompts " + server + "'"
-	names := make([]string, 0, len(cat.offer.prompts))
-	for n := range cat.offer.prompts {
+	names := make([]string, 0, len(cat.offers().prompts))
+	for n := range cat.offers().prompts {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -487,7 +496,7 @@ func (s *Supervisor) Complete(ctx context.Context, req CompleteRequest) (*Comple
 	var what string
 	var declared func(string) bool
 	if req.Prompt != "" {
-		def, ok := cat.offer.prompts[req.Prompt]
+		def, ok := cat.offers().prompts[req.Prompt]
 		if !ok {
 			return nil, s.unknownPrompt(req.Server, req.Prompt, cat)
 		}
@@ -496,7 +505,7 @@ func (s *Supervisor) Complete(ctx context.Context, req CompleteRequest) (*Comple
 		}
 		what = "prompt " + s.quote(req.Prompt)
 	} else {
-		t, ok := cat.offer.templates[req.Template]
+		t, ok := cat.offers().templates[req.Template]
 		if !ok {
 			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_template",
 				"server %q lists no resource template %s; nothing was sent", req.Server, s.quote(req.Template)),
