@@ -126,39 +126,105 @@ func Preview(result json.RawMessage, lim PreviewLimits) (content, structured jso
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
-// block is one decoded content block; raw is kept to pass it through
-// unchanged.
+// itemKind says which limit applies to one element of a previewed list.
+type itemKind int
+
+const (
+	// itemText shares the text budget (lim.TextChars) with the other
+	// text elements.
+	itemText itemKind = iota
+	// itemMedia (image, audio) is kept up to lim.ImageBytes, the first
+	// lim.Images of them.
+	itemMedia
+	// itemBlob (binary resource contents) is never kept: a notice gives its
+	// MIME type and size.
+	itemBlob
+	// itemOther is kept up to lim.BlockBytes of JSON.
+	itemOther
+)
+
+// block is one decoded element of a previewed list; raw is kept to pass it
+// through unchanged.
 type block struct {
-	raw    json.RawMessage
-	typ    string
-	text   string // for text blocks
-	isText bool
+	raw  json.RawMessage
+	kind itemKind
+	typ  string // the content type ("text", "image", ...), if any
+	text string // itemText
+	mime string // itemMedia, itemBlob
+	data int    // itemMedia: characters of base64 data
+	// size is the decoded bytes of an itemBlob; -1 when its blob is not
+	// valid base64.
+	size int
+	uri  string
+	// inner is the content block inside a prompt message (raw is the
+	// message), role the message's role.
+	inner json.RawMessage
+	role  string
 }
 
-// decodeBlock reads a block's type and text. A block that is not an object
-// with a string type, or a text block without a string text, is passed on
-// as an unknown block.
+// shape adapts the preview to one kind of list: tool result content
+// blocks, resource contents, prompt messages.
+type shape struct {
+	// noun names the list's elements in the backstop notice.
+	noun   string
+	decode func(raw json.RawMessage) block
+	// cut returns b with its text replaced.
+	cut func(b block, text string) json.RawMessage
+	// notice returns the element pikod puts where b was left out, or, for
+	// a nil b, where text or elements were omitted.
+	notice func(b *block, msg string) json.RawMessage
+}
+
+// toolShape previews a CallToolResult's content blocks: notices are text
+// blocks.
+var toolShape = shape{
+	noun:   "content blocks",
+	decode: decodeBlock,
+	cut:    func(b block, text string) json.RawMessage { return withField(b.raw, "text", marshalString(text)) },
+	notice: func(_ *block, msg string) json.RawMessage { return textBlock(msg) },
+}
+
+// decodeBlock reads a content block's type and text. A block that is not an
+// object with a string type, or a text block without a string text, is
+// passed on as an unknown block.
 func decodeBlock(raw json.RawMessage) block {
 	var f struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		Data     string  `json:"data"`
+		MimeType string  `json:"mimeType"`
+		URI      string  `json:"uri"`
+		Resource struct {
+			URI string `json:"uri"`
+		} `json:"resource"`
 	}
 	err := json.Unmarshal(raw, &f)
-	b := block{raw: raw, typ: f.Type}
-	if err == nil && f.Type == "text" && f.Text != nil {
-		b.text, b.isText = *f.Text, true
+	b := block{raw: raw, typ: f.Type, kind: itemOther, uri: f.URI}
+	if f.Type == "resource" {
+		b.uri = f.Resource.URI
+	}
+	switch {
+	case err == nil && f.Type == "text" && f.Text != nil:
+		b.text, b.kind = *f.Text, itemText
+	case f.Type == "image" || f.Type == "audio":
+		b.kind, b.mime, b.data = itemMedia, f.MimeType, len(f.Data)
 	}
 	return b
 }
 
-// previewBlocks applies the limits to blocks in order; budget backstops
-// the encoded size of the whole array.
+// previewBlocks applies the limits to a tool result's content blocks.
 func previewBlocks(raws []json.RawMessage, lim PreviewLimits, budget int) ([][]byte, bool) {
+	return previewItems(raws, lim, budget, toolShape)
+}
+
+// previewItems applies the limits to the elements of a list in order;
+// budget backstops the encoded size of the whole array.
+func previewItems(raws []json.RawMessage, lim PreviewLimits, budget int, sh shape) ([][]byte, bool) {
 	blocks := make([]block, len(raws))
 	total := 0
 	for i, raw := range raws {
-		blocks[i] = decodeBlock(raw)
-		if blocks[i].isText {
+		blocks[i] = sh.decode(raw)
+		if blocks[i].kind == itemText {
 			total += utf8.RuneCountInString(blocks[i].text)
 		}
 	}
@@ -173,8 +239,8 @@ func previewBlocks(raws []json.RawMessage, lim PreviewLimits, budget int) ([][]b
 	out := make([][]byte, 0, len(blocks)+1)
 	pos, media, noticed := 0, 0, false
 	for _, b := range blocks {
-		switch {
-		case b.isText:
+		switch b.kind {
+		case itemText:
 			n := utf8.RuneCountInString(b.text)
 			start, end := pos, pos+n
 			pos = end
@@ -184,36 +250,42 @@ func previewBlocks(raws []json.RawMessage, lim PreviewLimits, budget int) ([][]b
 			}
 			// The block reaches into the omitted middle.
 			if start < head {
-				out = append(out, withText(b, runePrefix(b.text, head-start)))
+				out = append(out, sh.cut(b, runePrefix(b.text, head-start)))
 			}
 			if !noticed {
-				out = append(out, textBlock(fmt.Sprintf("[… %d characters omitted here; %s …]", tail-head, readWhole)))
+				out = append(out, sh.notice(nil, fmt.Sprintf("[… %d characters omitted here; %s …]", tail-head, readWhole)))
 				noticed = true
 			}
 			if end > tail {
-				out = append(out, withText(b, runeSuffix(b.text, end-tail)))
+				out = append(out, sh.cut(b, runeSuffix(b.text, end-tail)))
 			}
-		case b.typ == "image" || b.typ == "audio":
-			var m struct {
-				Data     string `json:"data"`
-				MimeType string `json:"mimeType"`
-			}
-			_ = json.Unmarshal(b.raw, &m)
-			if len(m.Data) <= lim.ImageBytes && media < lim.Images {
+		case itemMedia:
+			if b.data <= lim.ImageBytes && media < lim.Images {
 				media++
 				out = append(out, b.raw)
 				continue
 			}
 			cut = true
-			out = append(out, textBlock(fmt.Sprintf("[%s omitted: %s, %d bytes of base64 (about %d bytes); %s]",
-				b.typ, clip(m.MimeType, 100), len(m.Data), len(m.Data)/4*3, readWhole)))
+			out = append(out, sh.notice(&b, fmt.Sprintf("[%s omitted: %s, %d bytes of base64 (about %d bytes); %s]",
+				b.typ, clip(b.mime, 100), b.data, b.data/4*3, readWhole)))
+		case itemBlob:
+			cut = true
+			size := fmt.Sprintf("%d bytes", b.size)
+			if b.size < 0 {
+				size = "not valid base64"
+			}
+			mime := b.mime
+			if mime == "" {
+				mime = "no MIME type"
+			}
+			out = append(out, sh.notice(&b, fmt.Sprintf("[binary contents omitted: %s, %s; %s]", clip(mime, 100), size, readWhole)))
 		default:
 			if len(b.raw) <= lim.BlockBytes {
 				out = append(out, b.raw)
 				continue
 			}
 			cut = true
-			out = append(out, textBlock(fmt.Sprintf("[%s omitted%s: %d bytes of JSON; %s]",
+			out = append(out, sh.notice(&b, fmt.Sprintf("[%s omitted%s: %d bytes of JSON; %s]",
 				describeType(b.typ), describeURI(b), len(b.raw), readWhole)))
 		}
 	}
@@ -223,7 +295,7 @@ func previewBlocks(raws []json.RawMessage, lim PreviewLimits, budget int) ([][]b
 		if size+len(raw)+1 > budget-256 {
 			cut = true
 			rest := len(out) - i
-			out = append(out[:i], textBlock(fmt.Sprintf("[%d more content blocks omitted; %s]", rest, readWhole)))
+			out = append(out[:i], sh.notice(nil, fmt.Sprintf("[%d more %s omitted; %s]", rest, sh.noun, readWhole)))
 			break
 		}
 		size += len(raw) + 1
@@ -239,21 +311,10 @@ func describeType(t string) string {
 }
 
 func describeURI(b block) string {
-	var f struct {
-		URI      string `json:"uri"`
-		Resource struct {
-			URI string `json:"uri"`
-		} `json:"resource"`
-	}
-	_ = json.Unmarshal(b.raw, &f)
-	uri := f.URI
-	if b.typ == "resource" {
-		uri = f.Resource.URI
-	}
-	if uri == "" {
+	if b.uri == "" {
 		return ""
 	}
-	return " (" + clip(uri, 200) + ")"
+	return " (" + clip(b.uri, 200) + ")"
 }
 
 // clip shortens s to at most n characters.
@@ -284,11 +345,21 @@ func runeSuffix(s string, n int) string {
 	return s[i:]
 }
 
-// withText returns b's JSON with its text replaced, other fields kept as
-// they were (keys in sorted order).
-func withText(b block, text string) json.RawMessage {
+// withField returns the JSON object raw with the member key set to value
+// (added when absent), the other members kept as they were (keys in
+// sorted order). raw that is not an object is returned unchanged.
+func withField(raw json.RawMessage, key string, value json.RawMessage) json.RawMessage {
 	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(b.raw, &fields) // A text block is an object.
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return raw
+	}
+	fields[key] = value
+	return objectOf(fields)
+}
+
+// objectOf encodes fields as a JSON object with sorted keys, the values
+// byte for byte.
+func objectOf(fields map[string]json.RawMessage) json.RawMessage {
 	keys := slices.Sorted(maps.Keys(fields))
 	out := []byte{'{'}
 	for i, k := range keys {
@@ -297,11 +368,7 @@ func withText(b block, text string) json.RawMessage {
 		}
 		out = append(out, marshalString(k)...)
 		out = append(out, ':')
-		if k == "text" {
-			out = append(out, marshalString(text)...)
-		} else {
-			out = append(out, fields[k]...)
-		}
+		out = append(out, fields[k]...)
 	}
 	return append(out, '}')
 }

@@ -17,8 +17,10 @@ import (
 )
 
 // Receipt records one executed call: its kind (mcp_approved,
-// mcp_autonomous, mcp_read), what was called (the arguments by digest
-// only), how it ended and where its original result is retained.
+// mcp_autonomous, mcp_read; mcp_resource_read and mcp_prompt_get for the
+// reads of resources and prompts, whose Tool is the URI or the prompt's
+// name), what was called (the arguments by digest only), how it ended and
+// where its original result is retained.
 //
 // Receipts form a hash chain in the order they commit: Seq is the
 // receipt's place (1 for the first) and Prev the hex SHA-256 of the exact

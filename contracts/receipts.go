@@ -46,10 +46,12 @@ type ReceiptInfo struct {
 	ID   string `json:"id"`
 	Seq  uint64 `json:"seq"`
 	Kind string `json:"kind"`
-	// Server and Tool name the call; Tool is the tool's original name.
+	// Server and Tool name the call; Tool is the tool's original name (the
+	// URI for mcp_resource_read, the prompt's name for mcp_prompt_get).
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
-	// ArgumentsDigest is the hex SHA-256 of the exact argument bytes sent.
+	// ArgumentsDigest is the hex SHA-256 of the exact argument bytes sent
+	// (of the URI for mcp_resource_read).
 	ArgumentsDigest string `json:"argumentsDigest,omitempty"`
 	ActionID        string `json:"actionId,omitempty"`
 	// Status is completed, failed or uncertain.

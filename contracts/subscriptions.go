@@ -1,12 +1,5 @@
 package contracts
 
-// Ops of extensions.mcp.resource served by resource subscriptions. The
-// other ops (list, templates, read) are the resources work's.
-const (
-	ResourceOpSubscribe   = "subscribe"
-	ResourceOpUnsubscribe = "unsubscribe"
-)
-
 // ResourceSubscribeParams is the params of extensions.mcp.resource with op
 // subscribe or unsubscribe: the server and the resource URI, passed to that
 // server exactly as given (pikod never fetches it).

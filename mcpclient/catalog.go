@@ -58,6 +58,9 @@ type Catalog struct {
 	// byOriginal and byModel index Tools by original and model-facing
 	// name; built once before the catalog is published, read-only after.
 	byOriginal, byModel map[string]int
+	// offer indexes resources, templates and prompts (see offerIndex);
+	// built with the name indexes, read-only after, shared by copies.
+	offer *offerIndex
 }
 
 // buildIndex fills the name indexes; call it before publishing.
@@ -67,6 +70,9 @@ func (c *Catalog) buildIndex() {
 	for i, t := range c.Tools {
 		c.byOriginal[t.OriginalName] = i
 		c.byModel[t.Name] = i
+	}
+	if c.offer == nil {
+		c.offer = newOfferIndex(c)
 	}
 }
 
@@ -352,6 +358,7 @@ type serverCaps struct {
 	tools, resources, prompts                                  bool
 	toolsListChanged, resourcesListChanged, promptsListChanged bool
 	subscribe                                                  bool
+	completions                                                bool
 }
 
 // toolsFrom decodes raw tool definitions, names them and applies grants.

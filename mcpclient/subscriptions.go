@@ -20,9 +20,6 @@ import (
 // disconnect (or a lost connection) ends them, and nothing carries them
 // over to the next connection.
 
-// maxURIBytes bounds a resource URI pikod passes on.
-const maxURIBytes = 8192
-
 // subscriptions are the resource URIs a connection is subscribed to.
 type subscriptions struct {
 	// change serialises subscribe and unsubscribe on the connection, so

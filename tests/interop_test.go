@@ -66,6 +66,10 @@ type interopCase struct {
 	minResources int
 	minTemplates int
 	minPrompts   int
+	// docsDir, for server-everything, holds the files its static
+	// resources serve: every resource, template and prompt it lists is
+	// read, expanded and got (checkEverythingOffer).
+	docsDir string
 }
 
 func TestInterop(t *testing.T) {
@@ -100,6 +104,7 @@ func TestInterop(t *testing.T) {
 			minResources: 5,
 			minTemplates: 2,
 			minPrompts:   4,
+			docsDir:      filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "docs"),
 		}
 	}
 	cases := []interopCase{
@@ -188,6 +193,10 @@ func checkInteropServer(t *testing.T, d *daemon, c interopCase) {
 	d.callInto(t, contracts.MethodMCPPing, srv, &ping)
 	if ping.Server != c.id || ping.ProtocolVersion != conn.Server.ProtocolVersion {
 		t.Errorf("ping = %+v, want server %q and protocol %s", ping, c.id, conn.Server.ProtocolVersion)
+	}
+
+	if c.docsDir != "" {
+		checkEverythingOffer(t, d, c, cat)
 	}
 
 	st := interopStatus(t, d, c.id)
