@@ -1,0 +1,106 @@
+package mcpclient
+
+import (
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// A server announces that one of its lists changed (tools, prompts,
+// resources) with a list_changed notification: on a legacy connection as
+// it likes, on a 2026-07-28 one on its subscriptions/listen stream. Both
+// paths call listChanged; watch refetches just those lists in the
+// background and publishes a new catalog in one step, so readers see the
+// old catalog or the new one, never a mix.
+
+// Retry delays of a refetch that failed: the first, doubled after each
+// failure up to the last.
+const (
+	refetchRetryFirst = 2 * time.Second
+	refetchRetryMax   = time.Minute
+)
+
+// listChanged records that the server changed one of its lists (list is
+// contracts.ListTools, ListResources or ListPrompts; resources covers the
+// resource templates too) and wakes watch to refetch it. Catalog requests
+// wait for the refetch, except while the server is over its notification
+// budget (the refetch waits then, and they get the current catalog). It
+// never blocks: the transport's reader and the subscription stream call
+// it.
+func (c *conn) listChanged(list string) {
+	var which listSet
+	switch list {
+	case contracts.ListTools:
+		which = which.with(listTools)
+	case contracts.ListResources:
+		which = which.with(listResources).with(listTemplates)
+	case contracts.ListPrompts:
+		which = which.with(listPrompts)
+	default:
+		return
+	}
+	c.pendMu.Lock()
+	c.pending |= which
+	c.pendMu.Unlock()
+	if !c.noise.over(time.Now()) {
+		c.invalidateCatalog()
+	}
+	select {
+	case c.changed <- struct{}{}:
+	default: // a refetch is already pending
+	}
+}
+
+// takePending returns the lists announced as changed since the last call
+// and forgets them.
+func (c *conn) takePending() listSet {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	p := c.pending
+	c.pending = 0
+	return p
+}
+
+func (c *conn) hasPending() bool {
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	return c.pending != 0
+}
+
+// refetch reads the lists of which again, publishes the new catalog and
+// tells the watchers. It returns the lists whose refetch failed (to try
+// again later). Lists the server does not offer, or the settings turn off,
+// are not read: a change to them changes nothing.
+func (c *conn) refetch(which listSet) (failed listSet) {
+	cfg := &c.s.cfg
+	for k := range numLists {
+		if which.has(k) && !offered(k, c.caps, cfg) {
+			which &^= 1 << k
+		}
+	}
+	if which == 0 {
+		// Catalog requests waiting for it go on with the catalog as it is.
+		c.setCatalog(c.currentCatalog())
+		return 0
+	}
+	cat, failed := refetchLists(c.ctx, c.fetchPage, cfg, c.caps, c.s.sup.opts.Limits, c.currentCatalog(), which)
+	if c.ctx.Err() != nil {
+		// The connection is closing: what was read goes with it.
+		return 0
+	}
+	c.publish(cat)
+	cur := c.currentCatalog()
+	ev := c.s.log.Info()
+	if !cur.Complete {
+		ev = c.s.log.Warn().Str("problem", cur.Problem)
+	}
+	ev.Strs("lists", which.names()).Int("tools", len(cur.Tools)).Bool("complete", cur.Complete).
+		Msg("catalog refetched after list_changed")
+	c.s.sup.emit(contracts.EventCatalog, cfg.ID, contracts.CatalogEventData{
+		Lists: which.names(), Complete: cur.Complete, Problem: cur.Problem,
+		Counts: contracts.CatalogCounts{Tools: len(cur.Tools), Resources: len(cur.Resources),
+			ResourceTemplates: len(cur.ResourceTemplates), Prompts: len(cur.Prompts)},
+		ChangedTools: changedTools(cur),
+	})
+	return failed
+}
