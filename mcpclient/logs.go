@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
@@ -146,8 +147,8 @@ func (s *Supervisor) logEntryOf(params map[string]any) contracts.LogEntry {
 // safeLogData encodes a log message's data with every string in it (object
 // keys too) redacted and made safe to show, each at most maxLogString
 // characters, nesting cut at maxLogDepth; a result over maxLogData bytes
-// becomes a string holding the start of its JSON text, and truncated is
-// true.
+// becomes a string holding the start of its JSON text. truncated says
+// whether anything was cut.
 func (s *Supervisor) safeLogData(v any) (data json.RawMessage, truncated bool) {
 	var walk func(v any, depth int) any
 	walk = func(v any, depth int) any {
@@ -157,7 +158,12 @@ func (s *Supervisor) safeLogData(v any) (data json.RawMessage, truncated bool) {
 		}
 		switch v := v.(type) {
 		case string:
-			return contracts.SafeText(s.redact(v), contracts.Lines, maxLogString)
+			text := contracts.SafeText(s.redact(v), contracts.Lines, 0)
+			if utf8.RuneCountInString(text) > maxLogString {
+				truncated = true
+				text = contracts.SafeText(text, contracts.Lines, maxLogString)
+			}
+			return text
 		case map[string]any:
 			out := make(map[string]any, len(v))
 			for k, e := range v {

@@ -156,6 +156,14 @@ func TestLogEntryOfIsSafe(t *testing.T) {
 			maxData:       maxLogData,
 		},
 		{
+			name:          "a long string: cut, and said so",
+			params:        map[string]any{"level": "info", "data": map[string]any{"s": strings.Repeat("w", maxLogString+10)}},
+			wantLevel:     "info",
+			wantIn:        []string{strings.Repeat("w", maxLogString-1) + "…"},
+			wantNotIn:     []string{strings.Repeat("w", maxLogString+1)},
+			wantTruncated: true,
+		},
+		{
 			name:      "no level",
 			params:    map[string]any{"data": "x"},
 			wantLevel: "unknown",
