@@ -80,7 +80,7 @@ func (c *conn) refetch(which listSet) (failed listSet) {
 	}
 	if which == 0 {
 		// Catalog requests waiting for it go on with the catalog as it is.
-		c.setCatalog(c.currentCatalog())
+		c.markReady()
 		return 0
 	}
 	cat, failed := refetchLists(c.ctx, c.fetchPage, cfg, c.caps, c.s.sup.opts.Limits, c.currentCatalog(), which)
@@ -103,4 +103,19 @@ func (c *conn) refetch(which listSet) (failed listSet) {
 		ChangedTools: changedTools(cur),
 	})
 	return failed
+}
+
+// markReady lets catalog requests waiting for a refetch go on with the
+// current catalog, unless another change is pending (as setCatalog).
+func (c *conn) markReady() {
+	c.catMu.Lock()
+	defer c.catMu.Unlock()
+	if c.catalog == nil || (c.hasPending() && !c.noise.over(time.Now())) {
+		return
+	}
+	select {
+	case <-c.catReady:
+	default:
+		close(c.catReady)
+	}
 }

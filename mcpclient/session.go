@@ -682,16 +682,9 @@ func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMe
 func (c *conn) setCatalog(cat *Catalog) {
 	cat.buildIndex()
 	c.catMu.Lock()
-	defer c.catMu.Unlock()
 	c.catalog = cat
-	if c.hasPending() && !c.noise.over(time.Now()) {
-		return
-	}
-	select {
-	case <-c.catReady:
-	default:
-		close(c.catReady)
-	}
+	c.catMu.Unlock()
+	c.markReady()
 }
 
 func (c *conn) invalidateCatalog() {
