@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -20,21 +21,24 @@ const (
 	refetchRetryMax   = time.Minute
 )
 
-// listChanged records that the server changed one of its lists (list is
-// contracts.ListTools, ListResources or ListPrompts; resources covers the
-// resource templates too) and wakes watch to refetch it. Catalog requests
-// wait for the refetch, except while the server is over its notification
-// budget (the refetch waits then, and they get the current catalog). It
-// never blocks: the transport's reader and the subscription stream call
-// it.
-func (c *conn) listChanged(list string) {
+// listChanged is where every "this list changed" goes: a legacy
+// list_changed notification, one from a 2026-07-28 subscription stream,
+// and a stream reopened after a drop (which may have missed some). method
+// is the notification's (notifications/tools/list_changed,
+// .../resources/list_changed, which covers the resource templates too, or
+// .../prompts/list_changed). It records the lists and wakes watch to
+// refetch them. Catalog requests wait for the refetch, except for a
+// notification over the server's budget (admitted false) or while the
+// server is over budget: the refetch waits then, and they get the current
+// catalog. It never blocks.
+func (c *conn) listChanged(method string, admitted bool, now time.Time) {
 	var which listSet
-	switch list {
-	case contracts.ListTools:
+	switch method {
+	case string(mcp.MethodNotificationToolsListChanged):
 		which = which.with(listTools)
-	case contracts.ListResources:
+	case string(mcp.MethodNotificationResourcesListChanged):
 		which = which.with(listResources).with(listTemplates)
-	case contracts.ListPrompts:
+	case string(mcp.MethodNotificationPromptsListChanged):
 		which = which.with(listPrompts)
 	default:
 		return
@@ -42,7 +46,7 @@ func (c *conn) listChanged(list string) {
 	c.pendMu.Lock()
 	c.pending |= which
 	c.pendMu.Unlock()
-	if !c.noise.over(time.Now()) {
+	if admitted && !c.noise.over(now) {
 		c.invalidateCatalog()
 	}
 	select {

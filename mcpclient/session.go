@@ -648,12 +648,9 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		return
 	}
 	switch n.Method {
-	case string(mcp.MethodNotificationToolsListChanged):
-		c.listChanged(contracts.ListTools)
-	case string(mcp.MethodNotificationResourcesListChanged):
-		c.listChanged(contracts.ListResources)
-	case string(mcp.MethodNotificationPromptsListChanged):
-		c.listChanged(contracts.ListPrompts)
+	case string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged),
+		string(mcp.MethodNotificationPromptsListChanged):
+		c.listChanged(n.Method, ok, now)
 	case string(mcp.MethodNotificationProgress):
 		if ok {
 			c.progress.route(n.Params, c.s.sup.clean)
