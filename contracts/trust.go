@@ -14,8 +14,9 @@ const (
 	// suspended (calls become prepared actions) until the owner accepts
 	// the new definition.
 	PinChanged = "definition_changed"
-	// PinUnchecked: the pin could not be read; the grant is suspended until
-	// it can be.
+	// PinUnchecked: the pin could not be read, or the server's tool list
+	// could not be read again after it announced a change (the tool shown
+	// is the last one read); the grant is suspended until both can be.
 	PinUnchecked = "unchecked"
 )
 

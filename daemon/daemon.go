@@ -184,6 +184,10 @@ func Run(ctx context.Context, cfg Config) error {
 	defer sources.Close()
 	d.ledger, d.sources = ledger, sources
 
+	// Events go to the socket's watchers; the hub closes after the
+	// supervisor (which still reports state changes as it stops).
+	d.events = newEvents(log.With().Str("component", "events").Logger())
+	defer d.events.close()
 	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
 		Log:           log.With().Str("component", "mcp").Logger(),
 		RunDir:        runDir,
@@ -196,6 +200,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Pins: pinStore{db, cfg.Redactor},
 		// Text from servers is redacted before anything cuts it.
 		Redact: cfg.Redactor.Text,
+		Event:  d.events.publish,
 	})
 	defer func() {
 		d.sup.Close()
@@ -233,6 +238,8 @@ type daemon struct {
 	gate    *ownerGate
 	ledger  *approvals.Ledger
 	sources *approvals.SourceStore
+	// events delivers the supervisor's events to watching connections.
+	events *events
 	// red removes known credential values from everything that leaves
 	// the daemon or is stored; the vault's records feed it.
 	red     *vault.Redactor

@@ -38,6 +38,8 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodVaultUnlock:       d.vaultUnlock,
 		contracts.MethodMCPTrust:          d.trust,
 		contracts.MethodPassphrase:        d.gate.passphrase,
+		contracts.MethodMCPWatch:          d.watch,
+		contracts.MethodMCPLogging:        d.logging,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -54,6 +55,16 @@ type Catalog struct {
 	// (see excludeInvalidHeaderTools).
 	Excluded     []contracts.ExcludedTool
 	DiscoveredAt time.Time
+
+	// problems says, per list, why it is incomplete ("" when it is not),
+	// and sizes how many JSON bytes it took: a refetch of some lists keeps
+	// the others' (refetchLists). toolsStale says the last refetch of the
+	// tools failed: Tools are the ones read before, and publish suspends
+	// their grants. toolsRead says this catalog read the tools.
+	problems   [numLists]string
+	sizes      [numLists]int
+	toolsStale bool
+	toolsRead  bool
 
 	// byOriginal and byModel index Tools by original and model-facing
 	// name; built once before the catalog is published, read-only after.
@@ -299,47 +310,164 @@ func listAll(ctx context.Context, fetch pageLister, method, field string, lim Ca
 // offer (no capability) are empty, not errors. A limit or a failing list
 // leaves the catalog incomplete with the reason.
 func discover(ctx context.Context, fetch pageLister, s *contracts.ServerSettings, caps serverCaps, lim CatalogLimits) *Catalog {
-	lim = lim.withDefaults()
-	cat := &Catalog{Complete: true, DiscoveredAt: time.Now().UTC(),
-		Tools: []contracts.CatalogTool{}, Resources: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}, Prompts: []json.RawMessage{}}
-	budget := lim.MaxBytes
-	fail := func(err error) {
-		if cat.Complete {
-			cat.Complete = false
-			cat.Problem = err.Error()
-		}
-	}
-	if caps.tools {
-		raw, err := listAll(ctx, fetch, "tools/list", "tools", lim, &budget)
-		if err != nil {
-			fail(err)
-		}
-		tools, err := toolsFrom(s, raw)
-		if err != nil {
-			fail(err)
-		}
-		cat.Tools = tools
-	}
-	if caps.resources && s.ResourcesEnabled() {
-		raw, err := listAll(ctx, fetch, "resources/list", "resources", lim, &budget)
-		if err != nil {
-			fail(err)
-		}
-		cat.Resources = orEmpty(raw)
-		raw, err = listAll(ctx, fetch, "resources/templates/list", "resourceTemplates", lim, &budget)
-		if err != nil {
-			fail(err)
-		}
-		cat.ResourceTemplates = orEmpty(raw)
-	}
-	if caps.prompts && s.PromptsEnabled() {
-		raw, err := listAll(ctx, fetch, "prompts/list", "prompts", lim, &budget)
-		if err != nil {
-			fail(err)
-		}
-		cat.Prompts = orEmpty(raw)
-	}
+	cat, _ := refetchLists(ctx, fetch, s, caps, lim, nil, allLists)
 	return cat
+}
+
+// refetchLists builds a new catalog from prev with the lists of which read
+// again (every list when prev is nil: a discovery). The other lists, their
+// problems and sizes come from prev, and the byte limit counts them. A list
+// whose refetch fails on an error keeps prev's entries, with the problem
+// (failed names those lists: worth another try); a refetch cut by a limit,
+// or a discovery, keeps what it read, as the list. Tools not read again
+// get the settings' grants back, unpinned: publish applies the pins to every
+// catalog alike.
+func refetchLists(ctx context.Context, fetch pageLister, s *contracts.ServerSettings, caps serverCaps, lim CatalogLimits,
+	prev *Catalog, which listSet) (cat *Catalog, failed listSet) {
+	lim = lim.withDefaults()
+	cat = &Catalog{Complete: true, DiscoveredAt: time.Now().UTC(),
+		Tools: []contracts.CatalogTool{}, Resources: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}, Prompts: []json.RawMessage{}}
+	if prev != nil {
+		cat.Tools = regranted(s, prev.Tools)
+		cat.Resources, cat.ResourceTemplates, cat.Prompts = prev.Resources, prev.ResourceTemplates, prev.Prompts
+		cat.problems, cat.sizes, cat.toolsStale = prev.problems, prev.sizes, prev.toolsStale
+		if !which.has(listTools) {
+			// The tools kept were left out (or not) when they were read.
+			cat.Excluded = prev.Excluded
+		}
+	}
+	budget := lim.MaxBytes
+	for k := range numLists {
+		if !which.has(k) {
+			budget -= cat.sizes[k]
+		}
+	}
+	for k := range numLists {
+		if !which.has(k) {
+			continue
+		}
+		if k == listTools {
+			cat.toolsRead = true
+		}
+		if !offered(k, caps, s) {
+			cat.setList(k, nil)
+			cat.sizes[k], cat.problems[k] = 0, ""
+			if k == listTools {
+				cat.toolsStale = false
+			}
+			continue
+		}
+		before := budget
+		raw, err := listAll(ctx, fetch, listMethods[k], listFields[k], lim, &budget)
+		var limit *errLimit
+		if err != nil && prev != nil && !errors.As(err, &limit) {
+			// Keep what was read before; budget gets back what this
+			// attempt took.
+			budget = before
+			failed = failed.with(k)
+			cat.problems[k] = fmt.Sprintf("%s (read again after the server announced a change; the entries shown are from the last complete read)", err)
+			if k == listTools {
+				cat.toolsStale = true
+			}
+			continue
+		}
+		cat.sizes[k] = before - budget
+		cat.problems[k] = ""
+		if err != nil {
+			cat.problems[k] = err.Error()
+		}
+		if k == listTools {
+			cat.toolsStale = false
+			tools, terr := toolsFrom(s, raw)
+			if terr != nil && err == nil {
+				cat.problems[k] = terr.Error()
+			}
+			cat.Tools = tools
+			continue
+		}
+		cat.setList(k, raw)
+	}
+	for _, p := range cat.problems {
+		if p != "" {
+			cat.Complete, cat.Problem = false, p
+			break
+		}
+	}
+	return cat, failed
+}
+
+// regranted copies tools with the settings' grants and no pin state, as
+// toolsFrom gives them.
+func regranted(s *contracts.ServerSettings, tools []contracts.CatalogTool) []contracts.CatalogTool {
+	out := slices.Clone(tools)
+	for i := range out {
+		t := &out[i]
+		t.Selected, t.Grant = grantOf(s, t.OriginalName)
+		t.Pin, t.SuspendedGrant, t.PinnedDigest = "", "", ""
+	}
+	return out
+}
+
+// setList replaces one of the raw lists (not tools).
+func (c *Catalog) setList(k listKind, raw []json.RawMessage) {
+	switch k {
+	case listTools:
+		c.Tools = []contracts.CatalogTool{}
+	case listResources:
+		c.Resources = orEmpty(raw)
+	case listTemplates:
+		c.ResourceTemplates = orEmpty(raw)
+	case listPrompts:
+		c.Prompts = orEmpty(raw)
+	}
+}
+
+// offered reports whether pikod reads list k of a server: the server
+// declares it, and the settings do not turn it off.
+func offered(k listKind, caps serverCaps, s *contracts.ServerSettings) bool {
+	switch k {
+	case listTools:
+		return caps.tools
+	case listResources, listTemplates:
+		return caps.resources && s.ResourcesEnabled()
+	case listPrompts:
+		return caps.prompts && s.PromptsEnabled()
+	}
+	return false
+}
+
+// listKind is one list of a catalog.
+type listKind int
+
+const (
+	listTools listKind = iota
+	listResources
+	listTemplates
+	listPrompts
+	numLists
+)
+
+var (
+	listNames   = [numLists]string{contracts.ListTools, contracts.ListResources, contracts.ListResourceTemplates, contracts.ListPrompts}
+	listMethods = [numLists]string{"tools/list", "resources/list", "resources/templates/list", "prompts/list"}
+	listFields  = [numLists]string{"tools", "resources", "resourceTemplates", "prompts"}
+)
+
+// listSet is a set of lists.
+type listSet uint8
+
+const allLists = listSet(1<<numLists - 1)
+
+func (l listSet) has(k listKind) bool     { return l&(1<<k) != 0 }
+func (l listSet) with(k listKind) listSet { return l | 1<<k }
+func (l listSet) names() []string {
+	var out []string
+	for k := range numLists {
+		if l.has(k) {
+			out = append(out, listNames[k])
+		}
+	}
+	return out
 }
 
 // orEmpty keeps a list that failed before its first page a JSON [] rather
@@ -359,6 +487,7 @@ type serverCaps struct {
 	toolsListChanged, resourcesListChanged, promptsListChanged bool
 	subscribe                                                  bool
 	completions                                                bool
+	logging                                                    bool
 }
 
 // toolsFrom decodes raw tool definitions, names them and applies grants.

@@ -41,7 +41,7 @@ type fallback struct {
 // capsOf reads the capabilities pikod acts on.
 func capsOf(sc mcp.ServerCapabilities) serverCaps {
 	c := serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil,
-		completions: sc.Completions != nil}
+		completions: sc.Completions != nil, logging: sc.Logging != nil}
 	if sc.Tools != nil {
 		c.toolsListChanged = sc.Tools.ListChanged
 	}

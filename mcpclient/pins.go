@@ -151,15 +151,16 @@ func (s *session) applyPins(tools []contracts.CatalogTool, logChanged bool) {
 	}
 }
 
-// publish applies the pins to a freshly discovered catalog and makes it
-// the connection's current one. pinMu orders it with refreshPins, so a
-// catalog is never published with pins older than a trust that finished
-// before it.
+// publish applies the pins to a freshly discovered or refetched catalog
+// (every one alike, whatever lists it read) and makes it the connection's
+// current one. pinMu orders it with refreshPins, so a catalog is never
+// published with pins older than a trust that finished before it.
 func (c *conn) publish(cat *Catalog) {
 	c.excludeInvalidHeaderTools(cat)
 	c.pinMu.Lock()
 	defer c.pinMu.Unlock()
-	c.s.applyPins(cat.Tools, true)
+	c.s.applyPins(cat.Tools, cat.toolsRead)
+	suspendStale(cat)
 	// The problem may quote the server (a cursor, a tool name): redacted,
 	// then cut.
 	cat.Problem = c.s.sup.clean(cat.Problem, 1000)
@@ -186,10 +187,27 @@ func (c *conn) refreshPins() {
 		t.Pin, t.SuspendedGrant, t.PinnedDigest = "", "", ""
 	}
 	c.s.applyPins(next.Tools, false)
+	suspendStale(&next)
 	next.buildIndex()
 	c.catMu.Lock()
 	c.catalog = &next
 	c.catMu.Unlock()
+}
+
+// suspendStale suspends the grants of a catalog's tools while their list
+// could not be read again after the server announced a change: the
+// definitions shown are the last ones read, and the server's may differ.
+// Tools whose definition is known to have changed stay as they are.
+func suspendStale(cat *Catalog) {
+	if !cat.toolsStale {
+		return
+	}
+	for i := range cat.Tools {
+		t := &cat.Tools[i]
+		if granted(t.Grant) {
+			t.SuspendedGrant, t.Grant, t.Pin = t.Grant, contracts.GrantApproval, contracts.PinUnchecked
+		}
+	}
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -308,7 +326,14 @@ func (c *conn) checkDefinition(ctx context.Context, tool, want string) error {
 			continue
 		}
 		t, ok := c.catalog.toolByOriginal(tool)
+		stale := c.catalog.toolsStale
 		c.catMu.Unlock()
+		if stale {
+			return contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, "catalog_stale",
+				"the tools of %q could not be read again after the server announced a change, so the definition of %q cannot be checked; nothing was sent",
+				c.s.cfg.ID, c.s.sup.clip(tool, 200)),
+				"'pikoctl mcp status "+c.s.cfg.ID+"' shows the problem; pikod reads the list again by itself, then make the call again")
+		}
 		if !ok || t.Digest != want {
 			return c.s.sup.definitionChanged(c.s.cfg.ID, tool)
 		}

@@ -31,6 +31,10 @@ type rawRequester struct {
 	// written, for stdio, counts the bytes that went into the server's
 	// stdin (Process.StdinWritten); nil for HTTP and SSE.
 	written func() uint64
+	// logLevel, when set, returns the log level the owner chose ("" for
+	// none): 2026-07-28 requests carry it in _meta, as that revision has
+	// no logging/setLevel.
+	logLevel func() string
 	// version is the protocol version in effect (see setVersion); empty
 	// before the handshake.
 	version atomic.Pointer[string]
@@ -186,6 +190,11 @@ func (r *rawRequester) withMeta(version string, params json.RawMessage) (json.Ra
 	meta[mcp.MetaKeyProtocolVersion] = version
 	meta[mcp.MetaKeyClientCapabilities] = r.capabilities
 	meta[mcp.MetaKeyClientInfo] = r.clientInfo
+	if r.logLevel != nil {
+		if level := r.logLevel(); level != "" {
+			meta[mcp.MetaKeyLogLevel] = level
+		}
+	}
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,14 @@ type session struct {
 
 	// slots bounds the work sent to this server at once (see admit).
 	slots chan struct{}
+
+	// logs keeps the server's log messages across its connections; a
+	// settings change makes a new session, and so a new ring.
+	logs *logRing
+	// logLevel (guarded by mu) is the level the owner set, "" for none:
+	// set again on every legacy connect, carried by every 2026-07-28
+	// request.
+	logLevel string
 }
 
 type setupCall struct {
@@ -91,8 +99,12 @@ type conn struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // goroutines serving this connection
 
-	// changed is signalled (never blocking) by list_changed notifications.
+	// changed is signalled (never blocking) by listChanged.
 	changed chan struct{}
+	// pendMu guards pending: the lists announced as changed that no
+	// refetch has read yet.
+	pendMu  sync.Mutex
+	pending listSet
 	// pinMu orders publishing a catalog with re-applying pins to it
 	// (publish, refreshPins); held across the pin store's reads and writes.
 	pinMu sync.Mutex
@@ -113,7 +125,8 @@ type conn struct {
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
 	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(),
 		log:   sup.log.With().Str("server", cfg.ID).Logger(),
-		ended: make(chan struct{}), slots: make(chan struct{}, sup.opts.MaxPerServer)}
+		ended: make(chan struct{}), slots: make(chan struct{}, sup.opts.MaxPerServer),
+		logs: newLogRing(sup.opts.LogEntries, sup.opts.LogBytes)}
 	s.state = contracts.StateIdle
 	if !cfg.IsEnabled() {
 		s.state = contracts.StateDisabled
@@ -420,6 +433,7 @@ func (s *session) dial(ctx context.Context) (*conn, error) {
 	if cat := c.currentCatalog(); !cat.Complete {
 		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
 	}
+	c.restoreLogLevel(ctx)
 	c.wg.Add(1)
 	go c.watch()
 	ok = true
@@ -436,7 +450,7 @@ func (c *conn) open(listen bool) error {
 	}
 	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
 	c.client = client.NewClient(tr)
-	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: mcp.ClientCapabilities{}}
+	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: mcp.ClientCapabilities{}, logLevel: s.currentLogLevel}
 	if c.proc != nil {
 		c.raw.written = c.proc.StdinWritten
 	}
@@ -595,10 +609,12 @@ func (c *conn) explain(err error) error {
 }
 
 // watch owns the connection's background work: it ends the connection when
-// the process exits and re-discovers the catalog after list_changed. A
-// re-discovery waits while the server is over a notification budget: one
-// runs once it is back under (or never, when the flood ends the
-// connection), however many list_changed it sent meanwhile.
+// the process exits, and refetches the lists the server announced as
+// changed (listChanged). A refetch waits while the server is over a
+// notification budget: one runs once it is back under (or never, when the
+// flood ends the connection), however many changes it announced
+// meanwhile. A refetch that failed runs again after 2 s, then 4 s, ... at
+// most a minute apart, until it succeeds or the connection ends.
 func (c *conn) watch() {
 	defer c.wg.Done()
 	var exited <-chan struct{}
@@ -606,12 +622,21 @@ func (c *conn) watch() {
 		exited = c.proc.Done()
 	}
 	var (
-		retry   *time.Timer
-		retryCh <-chan time.Time
+		timer   *time.Timer
+		timerCh <-chan time.Time
+		retry   listSet // lists whose last refetch failed
+		backoff time.Duration
 	)
+	wakeIn := func(d time.Duration) {
+		if timer != nil {
+			timer.Stop()
+		}
+		timer = time.NewTimer(d)
+		timerCh = timer.C
+	}
 	defer func() {
-		if retry != nil {
-			retry.Stop()
+		if timer != nil {
+			timer.Stop()
 		}
 	}()
 	for {
@@ -622,42 +647,43 @@ func (c *conn) watch() {
 			c.s.lostConn(c, "the server process exited ("+c.proc.ExitStatus()+")", contracts.StateFailed)
 			return
 		case <-c.changed:
-		case <-retryCh:
-			retryCh = nil
+		case <-timerCh:
+			timerCh = nil
 		}
 		if c.ctx.Err() != nil {
 			return
 		}
 		if c.noise.over(time.Now()) {
-			if retryCh == nil {
-				retry = time.NewTimer(budgetQuietGap)
-				retryCh = retry.C
+			if timerCh == nil {
+				wakeIn(budgetQuietGap)
 			}
 			continue
 		}
-		if retryCh != nil {
-			// A change arrived while a deferred one was pending: this
-			// re-discovery serves both.
-			retry.Stop()
-			retryCh = nil
+		which := c.takePending() | retry
+		if which == 0 {
+			continue
 		}
-		cat := discover(c.ctx, c.fetchPage, &c.s.cfg, c.caps, c.s.sup.opts.Limits)
-		if c.ctx.Err() != nil {
-			return
+		if timerCh != nil {
+			// A change arrived while a deferred or failed refetch was
+			// waiting: this refetch serves both.
+			timer.Stop()
+			timerCh = nil
 		}
-		c.publish(cat)
-		c.s.log.Info().Int("tools", len(cat.Tools)).Bool("complete", cat.Complete).Msg("catalog re-discovered after list_changed")
+		if retry = c.refetch(which); retry != 0 {
+			backoff = min(max(2*backoff, refetchRetryFirst), refetchRetryMax)
+			wakeIn(backoff)
+		} else {
+			backoff = 0
+		}
 	}
 }
 
-// onNotification runs on the transport's reader: it only counts and
-// signals, never blocks. Only what the budgets admit goes any further
-// (progress routing, a catalog refetch, and whatever else keeps what a
-// server sends, such as a log ring). Past a budget a notification is
-// dropped; a
-// dropped list_changed still leaves a re-discovery pending (watch runs it
-// once the server is back under budget), so no change is lost. A server
-// over budget for too long is disconnected from here.
+// onNotification runs on the transport's reader: it only counts, records
+// and signals, never blocks. Only what the budgets admit goes any further
+// (progress routing, the log ring). Past a budget a notification is
+// dropped; a dropped list_changed still leaves its refetch pending (watch
+// runs it once the server is back under budget), so no change is lost. A
+// server over budget for too long is disconnected from here.
 func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 	now := time.Now()
 	ok, trip := c.noise.admit(noiseOf(n.Method), notificationSize(n), now)
@@ -678,6 +704,10 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		if ok {
 			c.progress.route(n.Params, c.s.sup.clean)
 		}
+	case string(mcp.MethodNotificationMessage):
+		if ok {
+			c.s.logMessage(n)
+		}
 	case mcp.MethodNotificationResourceUpdated:
 		if ok {
 			c.resourceUpdated(n.Params)
@@ -691,24 +721,6 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 	}
 }
 
-// listChanged is where every "this list changed" goes: a legacy
-// list_changed notification, one from a 2026-07-28 subscription stream,
-// and a stream reopened after a drop (which may have missed some).
-// admitted is false for a notification over the server's budget. It only
-// marks and signals; watch does the re-discovery. It never blocks.
-func (c *conn) listChanged(method string, admitted bool, now time.Time) {
-	_ = method // every list is discovered again, whichever changed
-	if admitted && !c.noise.over(now) {
-		// Catalog requests wait for the re-discovery; not while the
-		// server floods, which defers it.
-		c.invalidateCatalog()
-	}
-	select {
-	case c.changed <- struct{}{}:
-	default: // a re-discovery is already pending
-	}
-}
-
 func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMessage, error) {
 	var params json.RawMessage
 	if cursor != "" {
@@ -719,16 +731,16 @@ func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMe
 	return c.raw.request(ctx, method, params)
 }
 
+// setCatalog makes cat the current catalog. Catalog requests waiting for
+// a refetch go on with it, unless another change was announced meanwhile:
+// then they wait for the refetch of that one too (not while the server is
+// over budget, which defers it).
 func (c *conn) setCatalog(cat *Catalog) {
 	cat.buildIndex()
 	c.catMu.Lock()
-	defer c.catMu.Unlock()
 	c.catalog = cat
-	select {
-	case <-c.catReady:
-	default:
-		close(c.catReady)
-	}
+	c.catMu.Unlock()
+	c.markReady()
 }
 
 func (c *conn) invalidateCatalog() {

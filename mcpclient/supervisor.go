@@ -69,6 +69,11 @@ type Options struct {
 	// disconnect ends the work waiting for that server.
 	MaxPerServer int
 	MaxInFlight  int
+	// LogEntries and LogBytes bound each server's log ring (the log
+	// messages it sent, kept across its reconnects); defaults
+	// DefaultLogEntries and DefaultLogBytes.
+	LogEntries int
+	LogBytes   int
 }
 
 // Credentials are one server's private values, added after the settings'

@@ -183,6 +183,11 @@ func (c *Client) lost(method string, err error) error {
 	return &unreachableError{path: c.path, err: fmt.Errorf("connection lost during %s: %w", method, err)}
 }
 
+// Done is closed when the connection has ended: the daemon closed it (it
+// stopped, or refused the connection), or Close was called. A client that
+// only receives notifications (extensions.mcp.watch) waits on it.
+func (c *Client) Done() <-chan struct{} { return c.st.readerDone }
+
 // Close closes the connection and waits for its reader to stop. Calls in
 // flight fail with an ErrUnreachable error.
 func (c *Client) Close() error {

@@ -40,7 +40,53 @@ type Request struct {
 	// Notifications sent before the handler returns reach the client before
 	// the response.
 	Notify func(method string, params any) error
+
+	conn *Conn
 }
+
+// Conn returns the connection the request came on. Unlike Notify, it
+// outlives the request: a handler may keep it to send notifications later.
+func (r *Request) Conn() *Conn { return r.conn }
+
+// Conn is one client connection, as handlers may keep it beyond a request
+// (the daemon's event watchers do). Its identity is the connection's: every
+// request on one connection returns the same *Conn.
+type Conn struct {
+	cs *connState
+	jc *jsonrpc2.Conn
+}
+
+// ErrConnClosed is returned by Conn.Notify once the connection has ended.
+var ErrConnClosed = errors.New("connection closed")
+
+// Notify writes one notification to the connection. It waits for the
+// connection's writes in progress, and its own write is bounded by the
+// server's write timeout; a write that fails or times out closes the
+// connection (a peer that does not read must not hold a writer). Every
+// frame passes the server's Filter, as responses do. After the connection
+// has ended it returns an error wrapping ErrConnClosed at once.
+func (c *Conn) Notify(method string, params any) error {
+	select {
+	case <-c.cs.ctx.Done():
+		return fmt.Errorf("sending notification %s: %w", method, ErrConnClosed)
+	default:
+	}
+	if err := c.jc.Notify(c.cs.ctx, method, params); err != nil {
+		if errors.Is(err, jsonrpc2.ErrClosed) {
+			err = ErrConnClosed
+		}
+		return fmt.Errorf("sending notification %s: %w", method, err)
+	}
+	return nil
+}
+
+// Done is closed when the connection ends: the peer closed it, a write to
+// it failed, or the server is shutting down.
+func (c *Conn) Done() <-chan struct{} { return c.cs.ctx.Done() }
+
+// Peer returns the process on the other end (zero when the listener was not
+// made by Listen).
+func (c *Conn) Peer() Peer { return c.cs.peer }
 
 // HandlerFunc serves one method. The result is marshalled with
 // encoding/json as the response's result; an error becomes the response's
@@ -349,6 +395,9 @@ type connState struct {
 	// on it after the peer shut down its sending side.
 	idle chan struct{}
 	wg   sync.WaitGroup // handler goroutines
+	// conn is the connection as handlers see it, made at the first
+	// request.
+	conn *Conn
 }
 
 // finish forgets a request that has been answered.
@@ -506,9 +555,13 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	rctx, rcancel := context.WithCancel(cs.ctx)
 	cs.inflight[r.ID] = rcancel
 	cs.wg.Add(1)
+	if cs.conn == nil {
+		cs.conn = &Conn{cs: cs, jc: jc}
+	}
+	conn := cs.conn
 	cs.mu.Unlock()
 
-	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received}
+	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received, conn: conn}
 	if id, err := json.Marshal(r.ID); err == nil {
 		req.ID = id
 	}

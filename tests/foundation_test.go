@@ -371,7 +371,8 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
 			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
 			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
-			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete}
+			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
+			contracts.MethodMCPWatch, contracts.MethodMCPLogging}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name
