@@ -192,3 +192,23 @@ func TestParseProcArgs2(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSparesStartedLeaders: a server Start forked is pikod's own
+// child from the first instant, even before its caller knows of it (the
+// supervisor learns of a process only after Start returned, its record
+// written): a sweep in between must not take it for an adopted orphan.
+func TestSweepSparesStartedLeaders(t *testing.T) {
+	p := startTest(t, baseSpec(t, "sleep"), newMemRecords())
+	if n := SweepAdopted(func(int) bool { return false }, zerolog.Nop()); n != 0 {
+		t.Errorf("SweepAdopted killed %d processes, want 0: the only child is a leader Start forked", n)
+	}
+	select {
+	case <-p.Done():
+		t.Fatalf("the leader %d was killed by the sweep (%s)", p.PID(), p.ExitStatus())
+	default:
+	}
+	stopTest(t, p)
+	if isLeader(p.PID()) {
+		t.Errorf("leader %d is still listed after Stop reaped it", p.PID())
+	}
+}

@@ -190,6 +190,7 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 		_ = os.RemoveAll(home)
 		return nil, fmt.Errorf("starting server %q: running %q: %w", spec.ServerID, bin, err)
 	}
+	addLeader(cmd.Process.Pid)
 	// The child holds its own copies; ours would keep stdout and stderr
 	// from ever reaching EOF.
 	_ = inR.Close()

@@ -78,6 +78,7 @@ func (p *Process) stop(ctx context.Context, graceful bool) error {
 		// Under scanMu so that no scan uses the group id once it is free.
 		p.scanMu.Lock()
 		reapLeader(p)
+		removeLeader(p.pid)
 		p.mu.Lock()
 		p.reaped = true
 		p.mu.Unlock()

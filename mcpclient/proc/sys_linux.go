@@ -186,7 +186,7 @@ func SweepAdopted(known func(pid int) bool, log zerolog.Logger) int {
 	var targets []procInfo
 	killed := 0
 	for _, pr := range procs {
-		if pr.PPID != self || pr.PGID == own || (known != nil && known(pr.PID)) {
+		if pr.PPID != self || pr.PGID == own || isLeader(pr.PID) || (known != nil && known(pr.PID)) {
 			continue
 		}
 		targets = append(targets, pr)
