@@ -30,6 +30,12 @@ var importRules = map[string]struct {
 
 	// Process supervision knows nothing of MCP: no SDK, no other package.
 	"mcpclient/proc": {own: []string{"contracts"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys", "github.com/mattn/go-colorable", "github.com/mattn/go-isatty"}},
+
+	// The conformance adapter is pikod's owner, not a client of its own:
+	// it drives pikoctl and reads the wire's types, and must not link an
+	// MCP or OAuth library or pikod's protocol code.
+	"tests/conformance/adapter": {own: []string{"contracts"}, thirdParty: []string{"github.com/creack/pty"}},
+	"tests/conformance/runner":  {},
 }
 
 type listedPackage struct {
