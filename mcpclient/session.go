@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +37,9 @@ type session struct {
 	generation uint64        // of the last successful connect; see Supervisor.nextGeneration
 	lastProc   *proc.Process // for pid, exit status and stderr after a failure
 	stopped    bool          // the session was removed; it never connects again
+	// challenge is the refusal that left the session needs_auth (nil
+	// otherwise); see Supervisor.AuthChallenge.
+	challenge *AuthChallenge
 
 	// dropped counts, per budget, the messages its connections dropped
 	// over budget, for the session's whole life.
@@ -63,9 +69,23 @@ type conn struct {
 	raw      *rawRequester
 	proc     *proc.Process // stdio only
 	protocol string
-	info     contracts.ServerInfo
-	since    time.Time
-	caps     serverCaps
+	// negotiated says how protocol was chosen (see negotiate).
+	negotiated string
+	info       contracts.ServerInfo
+	since      time.Time
+	caps       serverCaps
+	// hc and auth are the guarded HTTP client (http, sse) and the watch
+	// on it that keeps a 401 or 403; set once, during setup.
+	hc   *http.Client
+	auth *authWatch
+	// replaced is set when setup replaced the client (reopen): the old
+	// one's loss is not the connection's.
+	replaced *atomic.Bool
+
+	// subs are the connection's resource subscriptions; listen, on a
+	// 2026-07-28 connection, its subscriptions/listen stream.
+	subs   subscriptions
+	listen *listener
 
 	ctx    context.Context // lives as long as the connection
 	cancel context.CancelFunc
@@ -130,6 +150,7 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 		call = &setupCall{done: make(chan struct{}), cancel: cancel}
 		s.setup = call
 		s.state = contracts.StateConnecting
+		s.challenge = nil
 		s.sup.wg.Add(1)
 		go func() {
 			defer s.sup.wg.Done()
@@ -176,6 +197,11 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		if !canceled && s.state == contracts.StateConnecting {
 			s.state = contracts.StateFailed
 			s.lastErr = s.sup.clean(err.Error(), 2000)
+			var na *needsAuthError
+			if errors.As(err, &na) {
+				s.state = contracts.StateNeedsAuth
+				s.challenge = &na.challenge
+			}
 		}
 		err = s.connectError(err)
 		s.log.Warn().Err(err).Msg("connect failed")
@@ -187,6 +213,7 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		s.conn = c
 		s.state = contracts.StateConnected
 		s.lastErr = ""
+		s.challenge = nil
 		s.log.Info().Str("protocol", c.protocol).Str("server_name", c.info.Name).Uint64("generation", c.gen).
 			Int("tools", len(c.currentCatalog().Tools)).Msg("connected")
 	}
@@ -305,6 +332,7 @@ func (s *session) status() contracts.ServerStatus {
 	lp := s.lastProc
 	if c := s.conn; c != nil {
 		st.ProtocolVersion = c.protocol
+		st.Negotiated = c.negotiated
 		info := c.info
 		st.ServerInfo = &info
 		st.ConnectedSince = c.since.Format(time.RFC3339)
@@ -315,6 +343,22 @@ func (s *session) status() contracts.ServerStatus {
 		st.CatalogComplete = cat.Complete
 		st.CatalogProblem = cat.Problem
 		st.ChangedTools = changedTools(cat)
+		if len(cat.Excluded) > 0 {
+			var names []string
+			for i, e := range cat.Excluded {
+				if i == 10 {
+					names = append(names, "…")
+					break
+				}
+				names = append(names, strconv.Quote(s.sup.clip(e.Name, 80)))
+			}
+			st.Notes = append(st.Notes, fmt.Sprintf("%d tool(s) left out of the catalog for invalid x-mcp-header annotations: %s (see 'pikoctl mcp catalog %s')",
+				len(cat.Excluded), strings.Join(names, ", "), s.cfg.ID))
+		}
+		st.Subscriptions = c.subs.list()
+		if n := c.listen.note(); n != "" {
+			st.Notes = append(st.Notes, n)
+		}
 	}
 	if n, l := s.dropped[noiseNotification].Load(), s.dropped[noiseLog].Load(); n+l > 0 {
 		st.Dropped = &contracts.DroppedCounts{Notifications: n, LogMessages: l}
@@ -333,29 +377,15 @@ func (s *session) status() contracts.ServerStatus {
 
 const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
 
-// dial makes one connection: transport, handshake in the configured
-// protocol era, the complete catalog.
+// dial makes one connection: transport, handshake in the era the settings
+// ask for (see negotiate), the subscription stream of a 2026-07-28
+// connection, the complete catalog.
 func (s *session) dial(ctx context.Context) (*conn, error) {
 	mode := s.cfg.ProtocolMode()
-	c, err := s.dialMode(ctx, mode, false)
-	if err != nil {
-		return nil, err
-	}
-	// Under auto an HTTP server that turns out to be legacy is dialled again
-	// with the GET listening stream, which only the legacy era has: that is
-	// where list_changed and server requests travel.
-	if mode == contracts.ProtocolAuto && s.cfg.Transport == contracts.TransportHTTP && !mcp.IsModernProtocol(c.protocol) {
-		c.close()
-		return s.dialMode(ctx, contracts.ProtocolLegacy, true)
-	}
-	return c, nil
-}
-
-func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn, error) {
-	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
 	life, cancel := context.WithCancel(s.sup.ctx)
 	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{}),
 		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log)}
+	c.listen = &listener{c: c}
 	ok := false
 	defer func() {
 		if !ok {
@@ -363,66 +393,29 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 		}
 	}()
 
-	tr, err := s.transport(c, mode, listen)
+	// A Streamable HTTP connection that will speak a legacy version is
+	// built with the GET listening stream, which carries that era's
+	// notifications and server requests; auto starts without it, and
+	// negotiate rebuilds the transport if it falls back.
+	pin := pinOf(mode)
+	listen := mode == contracts.ProtocolLegacy || (pin != "" && !mcp.IsModernProtocol(pin))
+	if err := c.open(listen); err != nil {
+		return nil, err
+	}
+	hs, err := c.negotiate(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	var opts []client.ClientOption
-	switch mode {
-	case contracts.ProtocolLegacy:
-		opts = append(opts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
-	case contracts.ProtocolAuto:
-		opts = append(opts, client.WithDiscoverTimeout(s.sup.opts.DiscoverProbe))
-	default:
-		opts = append(opts, client.WithProtocolVersion(mode), client.WithDiscoverTimeout(s.sup.opts.DiscoverProbe))
-	}
-	caps := mcp.ClientCapabilities{}
-	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
-	c.client = client.NewClient(tr, opts...)
-	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: caps}
-	if c.proc != nil {
-		c.raw.written = c.proc.StdinWritten
-	}
-	c.client.OnNotification(c.onNotification)
-	// Start's ctx lives as long as the connection (SDK trap: a short ctx
-	// kills the transport).
-	if err := c.client.Start(life); err != nil {
-		return nil, fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
-	}
-	c.client.OnConnectionLost(func(err error) {
-		s.lostConn(c, "connection lost: "+err.Error(), contracts.StateFailed)
-	})
-
-	initCtx, initCancel := context.WithTimeout(ctx, timeout)
-	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: pinOf(mode), ClientInfo: info, Capabilities: caps}})
-	// Read before initCancel, which sets Err on every path.
-	timedOut := errors.Is(initCtx.Err(), context.DeadlineExceeded)
-	initCancel()
-	if err != nil {
-		if timedOut && ctx.Err() == nil {
-			return nil, fmt.Errorf("the server did not complete the handshake within timeoutMs (%s): %w", timeout, c.explain(err))
-		}
-		return nil, fmt.Errorf("handshake: %w", c.explain(err))
-	}
-	c.protocol = c.client.ProtocolVersion()
-	if c.protocol == "" {
-		c.protocol = res.ProtocolVersion
-	}
-	if pin := pinOf(mode); pin != "" && c.protocol != pin {
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "protocol_mismatch",
-				"server %q speaks protocol %s, but its settings pin %s", s.cfg.ID, c.protocol, pin),
-			`set "protocol" to "auto" or "legacy", or pin a version the server supports`)
-	}
-	if mode == contracts.ProtocolLegacy && mcp.IsModernProtocol(c.protocol) {
-		return nil, fmt.Errorf("server negotiated %s although the legacy protocol was asked for", c.protocol)
-	}
-	c.info = contracts.ServerInfo{Name: s.sup.clean(res.ServerInfo.Name, 200), Version: s.sup.clean(res.ServerInfo.Version, 100)}
-	sc := res.Capabilities
-	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil}
+	c.protocol, c.negotiated, c.caps = hs.version, hs.how, hs.caps
+	c.info = contracts.ServerInfo{Name: s.sup.clean(hs.info.Name, 200), Version: s.sup.clean(hs.info.Version, 100)}
 	c.since = time.Now().UTC()
+	s.log.Info().Str("protocol", c.protocol).Str("negotiated", c.negotiated).Msg("protocol negotiated")
 
+	if mcp.IsModernProtocol(c.protocol) {
+		// Opened before the first discovery, so that no change made while
+		// it runs goes unheard.
+		c.startListening(ctx)
+	}
 	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
 	if cat := c.currentCatalog(); !cat.Complete {
 		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
@@ -433,6 +426,48 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	return c, nil
 }
 
+// open builds the transport and the client on it and starts them. Called
+// again (HTTP only, see reopen) it replaces both.
+func (c *conn) open(listen bool) error {
+	s := c.s
+	tr, err := s.transport(c, listen)
+	if err != nil {
+		return err
+	}
+	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
+	c.client = client.NewClient(tr)
+	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: mcp.ClientCapabilities{}}
+	if c.proc != nil {
+		c.raw.written = c.proc.StdinWritten
+	}
+	c.client.OnNotification(c.onNotification)
+	// Start's ctx lives as long as the connection (SDK trap: a short ctx
+	// kills the transport).
+	if err := c.client.Start(c.ctx); err != nil {
+		if ch := c.auth.refusal(); ch != nil {
+			return s.needsAuth(ch)
+		}
+		return fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
+	}
+	replaced := &atomic.Bool{}
+	c.replaced = replaced
+	c.client.OnConnectionLost(func(err error) {
+		if replaced.Load() {
+			return // a transport replaced during setup
+		}
+		s.lostConn(c, "connection lost: "+err.Error(), contracts.StateFailed)
+	})
+	return nil
+}
+
+// reopen replaces an HTTP connection's transport (during setup only, when
+// nothing else uses it): the old one is closed first.
+func (c *conn) reopen(listen bool) error {
+	c.replaced.Store(true)
+	_ = c.client.Close()
+	return c.open(listen)
+}
+
 func pinOf(mode string) string {
 	if mode == contracts.ProtocolLegacy || mode == contracts.ProtocolAuto {
 		return ""
@@ -440,10 +475,12 @@ func pinOf(mode string) string {
 	return mode
 }
 
-// transport builds the mcp-go transport for the server's settings.
-func (s *session) transport(c *conn, mode string, listen bool) (transport.Interface, error) {
+// transport builds the mcp-go transport for the server's settings. For
+// http and sse the guarded client is built once per connection and kept
+// on c, so a rebuilt transport reuses it (and its connections).
+func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 	var creds Credentials
-	if s.sup.opts.Credentials != nil {
+	if s.sup.opts.Credentials != nil && (s.cfg.Transport == contracts.TransportStdio || c.hc == nil) {
 		var err error
 		if creds, err = s.sup.opts.Credentials(&s.cfg); err != nil {
 			return nil, err
@@ -474,28 +511,35 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		stdout := &watchedReader{r: p.Stdout(), onErr: func(err error) { c.stdoutEnded(err) }}
 		return transport.NewIO(stdout, p.Stdin(), nil), nil
 	case contracts.TransportHTTP, contracts.TransportSSE:
-		headers := map[string]string{}
-		for k, v := range s.cfg.Headers {
-			headers[k] = v
-		}
-		for k, v := range creds.Headers {
-			headers[k] = v
-		}
-		hc, err := NewGuardedClient(GuardConfig{
-			URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
-			MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
-		})
-		if err != nil {
-			return nil, err
+		if c.hc == nil {
+			headers := map[string]string{}
+			for k, v := range s.cfg.Headers {
+				headers[k] = v
+			}
+			for k, v := range creds.Headers {
+				headers[k] = v
+			}
+			hc, err := NewGuardedClient(GuardConfig{
+				URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
+				MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
+			})
+			if err != nil {
+				return nil, err
+			}
+			// 401 and 403 become errors in mcp-go that lose the
+			// challenge: the watch keeps it.
+			c.auth = &authWatch{next: hc.Transport}
+			hc.Transport = c.auth
+			c.hc = hc
 		}
 		if s.cfg.Transport == contracts.TransportSSE {
 			// Never WithHTTPTimeout-style client timeouts: contexts bound
 			// every request, and the SSE stream must stay open.
-			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(hc),
+			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(c.hc),
 				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
 		}
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc)}
-		if listen || mode == contracts.ProtocolLegacy || (pinOf(mode) != "" && !mcp.IsModernProtocol(mode)) {
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(c.hc)}
+		if listen {
 			//lint:ignore SA1019 the legacy era (what this connection speaks) delivers list_changed and server requests on this GET stream.
 			opts = append(opts, transport.WithContinuousListening())
 		}
@@ -621,22 +665,47 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		c.s.lostConn(c, trip+" (pikod does not reconnect by itself: fix the server, then 'pikoctl mcp connect "+c.s.cfg.ID+"')", contracts.StateFailed)
 		return
 	}
+	// A notification of a subscription stream that has ended, or was never
+	// pikod's, is dropped (see listener.accepts).
+	if !c.listen.accepts(n) {
+		return
+	}
 	switch n.Method {
 	case string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged),
 		string(mcp.MethodNotificationPromptsListChanged):
-		if ok && !c.noise.over(now) {
-			// Catalog requests wait for the re-discovery; not while the
-			// server floods, which defers it.
-			c.invalidateCatalog()
-		}
-		select {
-		case c.changed <- struct{}{}:
-		default: // a re-discovery is already pending
-		}
+		c.listChanged(n.Method, ok, now)
 	case string(mcp.MethodNotificationProgress):
 		if ok {
 			c.progress.route(n.Params, c.s.sup.clean)
 		}
+	case mcp.MethodNotificationResourceUpdated:
+		if ok {
+			c.resourceUpdated(n.Params)
+		}
+	case mcp.MethodNotificationSubscriptionsAcknowledged:
+		// Never dropped: a reopened stream waits for it.
+		c.listen.acknowledged(n.Params)
+	case string(mcp.MethodNotificationCancelled):
+		// On stdio a server ends a subscription stream this way.
+		c.listen.endedByServer(n.Params)
+	}
+}
+
+// listChanged is where every "this list changed" goes: a legacy
+// list_changed notification, one from a 2026-07-28 subscription stream,
+// and a stream reopened after a drop (which may have missed some).
+// admitted is false for a notification over the server's budget. It only
+// marks and signals; watch does the re-discovery. It never blocks.
+func (c *conn) listChanged(method string, admitted bool, now time.Time) {
+	_ = method // every list is discovered again, whichever changed
+	if admitted && !c.noise.over(now) {
+		// Catalog requests wait for the re-discovery; not while the
+		// server floods, which defers it.
+		c.invalidateCatalog()
+	}
+	select {
+	case c.changed <- struct{}{}:
+	default: // a re-discovery is already pending
 	}
 }
 
