@@ -183,7 +183,6 @@ func run(ctx context.Context, log *logger, cfg config) error {
 		if sp.needsIssuer() {
 			// Two steps, as an owner with a pre-registered client does:
 			// ask pikod what discovery finds, then name that issuer.
-			entry["oauth"] = json.RawMessage(`{}`)
 			if err := configure(ctx, in, entry); err != nil {
 				return err
 			}
@@ -282,7 +281,7 @@ func callLoop(ctx context.Context, log *logger, in *instance, sp spec) error {
 			return serr
 		}
 		log.printf("status: state %s, protocol %q, last error %q", st.State, st.ProtocolVersion, st.LastError)
-		if st.State != contracts.StateNeedsAuth || sp.OAuth == "" {
+		if st.State != contracts.StateNeedsAuth || !sp.SignIn {
 			why := "the call did not complete"
 			if werr != nil {
 				why = describe(werr)

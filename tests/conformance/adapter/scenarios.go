@@ -15,14 +15,18 @@ type spec struct {
 	Tool string
 	Args string
 	// OAuth is the server entry's oauth object as a template (see fill);
-	// empty means no oauth member.
+	// empty means no oauth member, pikod's default (discovery and the
+	// authorization-code flow when the server asks for a token).
 	OAuth string
 	// Secret is the credential object given to 'pikoctl mcp secret', as a
 	// template; empty means none.
 	Secret string
 	// Extra holds more members of the server entry, as a JSON object.
 	Extra string
-	// Browser says the owner signs in with a browser (authorization_code);
+	// SignIn says the owner signs in with 'pikoctl mcp auth' whenever
+	// status says needs_auth.
+	SignIn bool
+	// Browser says that sign-in uses a browser (authorization_code);
 	// otherwise 'pikoctl mcp auth' is expected to finish without one.
 	Browser bool
 	// Refusal says pikod must refuse to sign in (the scenario serves a
@@ -79,15 +83,16 @@ var scenarios = map[string]spec{
 		`{"grantType":"client_credentials","clientId":{{client_id}},"issuer":{{issuer}}}`),
 		`{"oauthPrivateKey":{{private_key_pem}}}`),
 	"auth/cross-app-access-complete-flow": withSecret(withOAuth(silent(),
-		`{"grantType":"urn:ietf:params:oauth:grant-type:jwt-bearer","clientId":{{client_id}},"issuer":{{issuer}},`+
-			`"idpIssuer":{{idp_issuer}},"idpTokenEndpoint":{{idp_token_endpoint}},"idpClientId":{{idp_client_id}}}`),
-		`{"oauthClientSecret":{{client_secret}},"idpIdToken":{{idp_id_token}}}`),
+		`{"grantType":"cross_app_access","clientId":{{client_id}},"issuer":{{issuer}},`+
+			`"idpTokenEndpoint":{{idp_token_endpoint}},"idpClientId":{{idp_client_id}}}`),
+		`{"oauthClientSecret":{{client_secret}},"oauthIdentityAssertion":{{idp_id_token}}}`),
 }
 
-// browser is an OAuth scenario with the default settings: discovery,
-// registration as the server allows, a browser sign-in, then test-tool.
+// browser is an OAuth scenario with the default settings (no oauth
+// member: discovery, registration as the server allows, the
+// authorization-code flow), a browser sign-in, then test-tool.
 func browser() spec {
-	return spec{Tool: "test-tool", Args: `{}`, OAuth: `{}`, Browser: true}
+	return spec{Tool: "test-tool", Args: `{}`, SignIn: true, Browser: true}
 }
 
 // silent is an OAuth scenario whose grant needs no browser.
