@@ -238,6 +238,9 @@ func run(ctx context.Context, log *logger, cfg config) error {
 	return err
 }
 
+// signInReasons are the error reasons that ask the owner to sign in.
+var signInReasons = map[string]bool{"needs_auth": true, "insufficient_scope": true}
+
 // callLoop calls the tool as the owner would, until it completes: it
 // approves a prepared action at the terminal and signs in whenever pikod
 // says the server needs it (at most maxSignIns times).
@@ -281,12 +284,21 @@ func callLoop(ctx context.Context, log *logger, in *instance, sp spec) error {
 			return serr
 		}
 		log.printf("status: state %s, protocol %q, last error %q", st.State, st.ProtocolVersion, st.LastError)
-		if st.State != contracts.StateNeedsAuth || !sp.SignIn {
+		callErr := werr
+		if callErr == nil && res != nil {
+			callErr = res.Error
+		}
+		// The owner signs in when pikod says the server needs it: the
+		// server's state, or the call's error (a 403 insufficient_scope
+		// refuses one request and may leave the connection up).
+		needsSignIn := st.State == contracts.StateNeedsAuth
+		if callErr != nil && signInReasons[callErr.Reason()] {
+			needsSignIn = true
+		}
+		if !needsSignIn || !sp.SignIn {
 			why := "the call did not complete"
-			if werr != nil {
-				why = describe(werr)
-			} else if res != nil && res.Error != nil {
-				why = describe(res.Error)
+			if callErr != nil {
+				why = describe(callErr)
 			}
 			log.printf("pikod refused: %s; status %s: %s", why, st.State, st.LastError)
 			return fmt.Errorf("%w: %s (state %s: %s)", errRefused, why, st.State, st.LastError)
@@ -486,6 +498,9 @@ func describe(e *contracts.Error) string {
 	s := e.Message
 	if r := e.Reason(); r != "" {
 		s = r + ": " + s
+	}
+	if e.Data != nil && e.Data.Hint != "" {
+		s += " (hint: " + e.Data.Hint + ")"
 	}
 	return s
 }
