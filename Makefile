@@ -46,7 +46,7 @@ test: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(if $(filter 1,$(PIK
 
 .PHONY: conformance
 conformance: conformance-deps ## run the MCP client conformance suite against pikod; results in tests/conformance/out
-	$(GO) run ./$(CONFORMANCE)/runner -out $(CONFORMANCE)/out $(CONFORMANCE_ARGS)
+	$(GO) run ./$(CONFORMANCE)/runner -out $(CONFORMANCE)/out -eras default,legacy $(CONFORMANCE_ARGS)
 
 .PHONY: conformance-deps
 conformance-deps: $(CONFORMANCE_STAMP) ## install node 22 and the pinned conformance suite from npm

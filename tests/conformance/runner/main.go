@@ -65,7 +65,7 @@ func realMain() int {
 	flag.StringVar(&only, "scenarios", "", "comma-separated scenarios to run (default: every client scenario)")
 	flag.StringVar(&eras, "eras", "default", "comma-separated protocol settings to run each scenario with: default (pikod's default settings), legacy, auto")
 	flag.BoolVar(&o.race, "race", true, "build pikod and pikoctl with the race detector")
-	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "the suite's per-scenario timeout; the adapter gives up 8s before it")
+	flag.DurationVar(&o.timeout, "timeout", 45*time.Second, "the suite's per-scenario timeout; the adapter gives up 8s before it")
 	flag.Parse()
 	if only != "" {
 		o.only = strings.Split(only, ",")
