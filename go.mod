@@ -34,6 +34,7 @@ require (
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.38.0 // indirect
 )
 
 replace a.pikod.internal/busenv => ./vault/internal/busenv
