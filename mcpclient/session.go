@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,8 @@ type setupCall struct {
 	cancel context.CancelFunc
 	conn   *conn
 	err    error
+	// staged is the grant this setup proves and commits (a sign-in), or nil.
+	staged *stagedGrant
 }
 
 // conn is one live connection.
@@ -88,6 +91,12 @@ type conn struct {
 	progress progressRoutes
 	// noise meters what the server sends unasked against its budgets.
 	noise *noise
+
+	// refused is the first authorization refusal the connection met
+	// (a 401, or a 403 with a Bearer challenge); live is set once the
+	// connection is the session's.
+	refused atomic.Pointer[authRequired]
+	live    atomic.Bool
 }
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
@@ -134,7 +143,7 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 		go func() {
 			defer s.sup.wg.Done()
 			defer cancel()
-			c, err := s.dial(setupCtx)
+			c, err := s.dial(setupCtx, nil)
 			s.finishSetup(call, c, err)
 		}()
 		s.mu.Unlock()
@@ -169,26 +178,43 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	if s.setup == call {
 		s.setup = nil
 	}
+	var replaced *conn
 	if err != nil {
 		if c != nil {
 			defer c.close()
 		}
 		if !canceled && s.state == contracts.StateConnecting {
 			s.state = contracts.StateFailed
+			if ar, ok := asAuthRequired(err); ok && !ar.permanent {
+				s.state = contracts.StateNeedsAuth
+			}
 			s.lastErr = s.sup.clean(err.Error(), 2000)
 		}
 		err = s.connectError(err)
 		s.log.Warn().Err(err).Msg("connect failed")
 	} else {
+		// A sign-in's connection replaces the one that ran with the old
+		// grant.
+		replaced = s.conn
 		// Generations are unique across daemon restarts too, so an action
 		// prepared before a restart can never match a later connection.
 		s.generation = s.sup.nextGeneration()
 		c.gen = s.generation
 		s.conn = c
+		c.live.Store(true)
 		s.state = contracts.StateConnected
 		s.lastErr = ""
 		s.log.Info().Str("protocol", c.protocol).Str("server_name", c.info.Name).Uint64("generation", c.gen).
 			Int("tools", len(c.currentCatalog().Tools)).Msg("connected")
+	}
+	if replaced != nil {
+		why := "the connection was replaced by one with the new sign-in"
+		replaced.lost.CompareAndSwap(nil, &why)
+		s.sup.wg.Add(1)
+		go func() {
+			defer s.sup.wg.Done()
+			replaced.close()
+		}()
 	}
 	call.conn, call.err = c, err
 	if err != nil {
@@ -334,10 +360,40 @@ func (s *session) status() contracts.ServerStatus {
 const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
 
 // dial makes one connection: transport, handshake in the configured
-// protocol era, the complete catalog.
-func (s *session) dial(ctx context.Context) (*conn, error) {
+// protocol era, the complete catalog. With staged, the connection proves
+// the staged grant and commits it once it is up. A server that refuses
+// the connection for want of a token gets one first when its grant needs
+// no owner (client_credentials, cross_app_access).
+func (s *session) dial(ctx context.Context, staged *stagedGrant) (*conn, error) {
+	c, err := s.dialEra(ctx, staged)
+	if ar, ok := asAuthRequired(err); ok && staged == nil && !ar.permanent {
+		switch grantTypeOf(&s.cfg) {
+		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess:
+			e, eerr := s.sup.oauthEnv(&s.cfg)
+			if eerr != nil {
+				return nil, eerr
+			}
+			g, gerr := s.sup.acquireWithoutBrowser(ctx, e, ar.challenge)
+			if gerr != nil {
+				return nil, gerr
+			}
+			staged = s.sup.auth(s.cfg.ID).stage(g, nil)
+			c, err = s.dialEra(ctx, staged)
+		}
+	}
+	if err != nil || staged == nil {
+		return c, err
+	}
+	if err := staged.commit(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *session) dialEra(ctx context.Context, staged *stagedGrant) (*conn, error) {
 	mode := s.cfg.ProtocolMode()
-	c, err := s.dialMode(ctx, mode, false)
+	c, err := s.dialMode(ctx, mode, false, staged)
 	if err != nil {
 		return nil, err
 	}
@@ -346,12 +402,70 @@ func (s *session) dial(ctx context.Context) (*conn, error) {
 	// where list_changed and server requests travel.
 	if mode == contracts.ProtocolAuto && s.cfg.Transport == contracts.TransportHTTP && !mcp.IsModernProtocol(c.protocol) {
 		c.close()
-		return s.dialMode(ctx, contracts.ProtocolLegacy, true)
+		return s.dialMode(ctx, contracts.ProtocolLegacy, true, staged)
 	}
 	return c, nil
 }
 
-func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn, error) {
+// connectStaged makes a new connection that proves a staged grant, and on
+// success commits the grant and makes the connection the session's (the
+// old one, if any, is closed). Until the commit the session keeps its old
+// connection and the old grant; ctx ending first cancels the setup.
+func (s *session) connectStaged(ctx context.Context, st *stagedGrant) (*conn, error) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "server_removed",
+			"server %q was reconfigured or removed while signing in; sign in again", s.cfg.ID)
+	}
+	if !s.cfg.IsEnabled() {
+		s.mu.Unlock()
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
+			`set "enabled": true in its settings and configure again`)
+	}
+	if s.setup != nil {
+		// A plain connect in progress would use the old grant: this one
+		// takes its place (its callers are told it was canceled).
+		s.setup.cancel()
+	}
+	setupCtx, cancel := context.WithCancel(s.sup.ctx)
+	call := &setupCall{done: make(chan struct{}), cancel: cancel, staged: st}
+	s.setup = call
+	if s.conn == nil {
+		s.state = contracts.StateConnecting
+	}
+	s.sup.wg.Add(1)
+	go func() {
+		defer s.sup.wg.Done()
+		defer cancel()
+		c, err := s.dial(setupCtx, st)
+		s.finishSetup(call, c, err)
+	}()
+	s.mu.Unlock()
+	s.stateEvent()
+	select {
+	case <-call.done:
+		return call.conn, call.err
+	case <-ctx.Done():
+		s.mu.Lock()
+		if s.setup == call {
+			s.setup = nil
+			if s.conn == nil {
+				s.state = contracts.StateIdle
+			}
+		}
+		s.mu.Unlock()
+		call.cancel()
+		<-call.done
+		if call.err == nil {
+			return call.conn, nil
+		}
+		return nil, ctx.Err()
+	}
+}
+
+func (s *session) dialMode(ctx context.Context, mode string, listen bool, staged *stagedGrant) (*conn, error) {
 	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
 	life, cancel := context.WithCancel(s.sup.ctx)
 	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{}),
@@ -363,7 +477,7 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 		}
 	}()
 
-	tr, err := s.transport(c, mode, listen)
+	tr, err := s.transport(c, mode, listen, staged)
 	if err != nil {
 		return nil, err
 	}
@@ -399,6 +513,12 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	// Read before initCancel, which sets Err on every path.
 	timedOut := errors.Is(initCtx.Err(), context.DeadlineExceeded)
 	initCancel()
+	if ar := c.refused.Load(); ar != nil {
+		// The server wants a token (or another one): whatever the
+		// handshake did after the refusal (mcp-go falls back from the
+		// probe to initialize), that is the story.
+		return nil, ar
+	}
 	if err != nil {
 		if timedOut && ctx.Err() == nil {
 			return nil, fmt.Errorf("the server did not complete the handshake within timeoutMs (%s): %w", timeout, c.explain(err))
@@ -424,6 +544,9 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool) (*conn
 	c.since = time.Now().UTC()
 
 	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
+	if ar := c.refused.Load(); ar != nil {
+		return nil, ar
+	}
 	if cat := c.currentCatalog(); !cat.Complete {
 		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
 	}
@@ -441,7 +564,7 @@ func pinOf(mode string) string {
 }
 
 // transport builds the mcp-go transport for the server's settings.
-func (s *session) transport(c *conn, mode string, listen bool) (transport.Interface, error) {
+func (s *session) transport(c *conn, mode string, listen bool, staged *stagedGrant) (transport.Interface, error) {
 	var creds Credentials
 	if s.sup.opts.Credentials != nil {
 		var err error
@@ -488,6 +611,17 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		if err != nil {
 			return nil, err
 		}
+		if oauthFor(&s.cfg, creds) {
+			u, err := url.Parse(s.cfg.URL)
+			if err != nil {
+				return nil, fmt.Errorf("parsing server url: %w", contracts.ErrInvalidArgument)
+			}
+			at := &authTransport{base: hc.Transport, origin: originOf(u), cfg: &s.cfg, auth: s.sup.auth(s.cfg.ID), onRefusal: c.noteRefusal}
+			if staged != nil {
+				at.staged.Store(staged)
+			}
+			hc.Transport = at
+		}
 		if s.cfg.Transport == contracts.TransportSSE {
 			// Never WithHTTPTimeout-style client timeouts: contexts bound
 			// every request, and the SSE stream must stay open.
@@ -502,6 +636,21 @@ func (s *session) transport(c *conn, mode string, listen bool) (transport.Interf
 		return transport.NewStreamableHTTP(s.cfg.URL, opts...)
 	}
 	return nil, fmt.Errorf("unknown transport %q", s.cfg.Transport)
+}
+
+// noteRefusal hears the authorization refusals of the connection's
+// requests: the server's challenge is kept for the next sign-in; a 401 on
+// a live connection (a token that cannot be renewed) ends it, since every
+// later request would be refused too (the legacy GET stream would ask
+// again every second).
+func (c *conn) noteRefusal(ar *authRequired) {
+	if ar.status != 0 {
+		c.s.sup.auth(c.s.cfg.ID).noteChallenge(ar.challenge)
+	}
+	c.refused.CompareAndSwap(nil, ar)
+	if c.live.Load() && !ar.challenge.InsufficientScope() {
+		c.s.lostConn(c, ar.Error(), contracts.StateNeedsAuth)
+	}
 }
 
 // watchedReader reports the first read error (EOF included) of the
