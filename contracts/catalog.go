@@ -29,6 +29,12 @@ type CatalogResult struct {
 	Prompts           []json.RawMessage `json:"prompts"`
 	Complete          bool              `json:"complete"`
 	Problem           string            `json:"problem,omitempty"`
+	// Excluded lists the tools the server listed that pikod withholds: on
+	// a 2026-07-28 Streamable HTTP connection, a tool whose x-mcp-header
+	// annotations are invalid cannot be called correctly, so it is left
+	// out of Tools (and cannot be called), with the reason. Leaving them
+	// out does not make the catalog incomplete.
+	Excluded []ExcludedTool `json:"excluded,omitempty"`
 	// DiscoveredAt is RFC 3339 UTC.
 	DiscoveredAt string `json:"discoveredAt"`
 }
@@ -62,4 +68,11 @@ type CatalogTool struct {
 	// PinnedDigest is the digest the grant covers, when it differs from
 	// Digest.
 	PinnedDigest string `json:"pinnedDigest,omitempty"`
+}
+
+// ExcludedTool is a tool the server listed that the catalog leaves out.
+type ExcludedTool struct {
+	// Name is the tool's original name.
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }

@@ -28,14 +28,20 @@ type StatusResult struct {
 
 // ServerStatus is one configured server as the daemon sees it now.
 type ServerStatus struct {
-	ID              string      `json:"id"`
-	Enabled         bool        `json:"enabled"`
-	Transport       string      `json:"transport"`
-	State           string      `json:"state"`
-	ProtocolVersion string      `json:"protocolVersion,omitempty"`
-	ServerInfo      *ServerInfo `json:"serverInfo,omitempty"`
-	PID             int         `json:"pid,omitempty"`
-	PGID            int         `json:"pgid,omitempty"`
+	ID              string `json:"id"`
+	Enabled         bool   `json:"enabled"`
+	Transport       string `json:"transport"`
+	State           string `json:"state"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Negotiated says how ProtocolVersion was chosen: "discover" (a
+	// 2026-07-28 server/discover answer listed it), "initialize" (the
+	// legacy handshake), "pin" (the settings pin it), or "fallback after
+	// discover: REASON" (auto fell back to the legacy handshake). Set while
+	// connected.
+	Negotiated string      `json:"negotiated,omitempty"`
+	ServerInfo *ServerInfo `json:"serverInfo,omitempty"`
+	PID        int         `json:"pid,omitempty"`
+	PGID       int         `json:"pgid,omitempty"`
 	// ConnectedSince is RFC 3339 UTC.
 	ConnectedSince  string `json:"connectedSince,omitempty"`
 	LastError       string `json:"lastError,omitempty"`
@@ -55,8 +61,13 @@ type ServerStatus struct {
 	ExitStatus string `json:"exitStatus,omitempty"`
 	// Generation counts successful connects; prepared actions bind to it.
 	Generation uint64 `json:"generation,omitempty"`
-	// Notes are standing limitations of this server's transport.
+	// Notes are standing limitations of this server's transport, and what
+	// the connection could not set up (tools excluded for invalid header
+	// annotations, a subscription stream the server did not keep open).
 	Notes []string `json:"notes,omitempty"`
+	// Subscriptions lists the resource URIs this connection is subscribed
+	// to (extensions.mcp.resource op subscribe); they end with it.
+	Subscriptions []string `json:"subscriptions,omitempty"`
 	// Credentials is "none", "stored" or "reenter" (stored for another
 	// identity: command, args, cwd or URL changed; not used until
 	// re-entered), or "unknown" while the vault is locked.

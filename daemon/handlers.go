@@ -25,6 +25,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPDisconnect:     d.disconnect,
 		contracts.MethodMCPPing:           d.ping,
 		contracts.MethodMCPCatalog:        d.catalog,
+		contracts.MethodMCPResource:       d.resource,
 		contracts.MethodMCPCall:           d.call,
 		contracts.MethodMCPActionsList:    d.actionsList,
 		contracts.MethodMCPActionsReview:  d.actionsReview,

@@ -434,6 +434,13 @@ func (a *authState) noteChallenge(ch *oauth.Challenge) {
 	a.mu.Unlock()
 }
 
+// latestChallenge returns the latest challenge, or nil.
+func (a *authState) latestChallenge() *oauth.Challenge {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.challenge
+}
+
 // callWentThrough resets the step-up count: a call was authorized.
 func (a *authState) callWentThrough() {
 	a.mu.Lock()
@@ -485,6 +492,8 @@ type authRequired struct {
 	// sent to it).
 	status    int
 	challenge *oauth.Challenge
+	// header is the response's WWW-Authenticate values, as they came.
+	header []string
 	// permanent: the server refused a scope the grant already holds.
 	permanent bool
 }
@@ -613,7 +622,7 @@ func (t *authTransport) refusal(resp *http.Response, hadToken bool) (*http.Respo
 	if ch == nil {
 		ch = &oauth.Challenge{}
 	}
-	ar := &authRequired{server: t.cfg.ID, status: resp.StatusCode, challenge: ch}
+	ar := &authRequired{server: t.cfg.ID, status: resp.StatusCode, challenge: ch, header: resp.Header.Values("WWW-Authenticate")}
 	switch {
 	case resp.StatusCode == http.StatusForbidden && ch.InsufficientScope():
 		ar.why = "the server refused the request for lack of scope (HTTP 403 insufficient_scope"

@@ -74,6 +74,12 @@ type CallOutcome struct {
 	Result json.RawMessage
 	// IsError is the result's isError.
 	IsError bool
+	// InputRequired is set when the server answered with a 2026-07-28
+	// input_required result: it needs input (an elicitation, a sampling,
+	// the roots) before it can finish, which pikod cannot give yet. The
+	// call did not complete; Result keeps the inputRequests and the
+	// requestState a retry would echo.
+	InputRequired bool
 	// OutputSchemaError describes how structuredContent fails the tool's
 	// outputSchema ("" when it matches, or the tool has none, or the result
 	// is an error). The result is returned all the same: a mismatch is
@@ -92,6 +98,13 @@ type CallOutcome struct {
 // first) and must be selected by the settings; the arguments must be
 // canonical and match the tool's inputSchema. Nothing is sent unless all of
 // that holds. The params embed the arguments bytes verbatim.
+//
+// On a 2026-07-28 Streamable HTTP connection the request also carries the
+// Mcp-Param-* headers the tool's x-mcp-header annotations declare; an
+// argument no such header can carry is refused with nothing sent. A result
+// whose resultType is input_required comes back with InputRequired set
+// (not an outcome); any resultType pikod does not know is an invalid
+// result (ErrOutcomeUnknown, reason invalid_result).
 //
 // The call may take timeoutMs; every progress notification extends that to
 // timeoutMs from its arrival, never past HardMax from the start. A call
@@ -164,6 +177,13 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 
 	token := "pikod-progress-" + strconv.FormatUint(progressTokens.Add(1), 10)
 	params := toolCallParams(tool.OriginalName, args, token)
+	var opts reqOpts
+	if mcp.IsModernProtocol(c.protocol) && sess.cfg.Transport == contracts.TransportHTTP {
+		// Mcp-Param-* headers, as the tool's x-mcp-header annotations say.
+		if opts.header, err = paramHeaders(tool.InputSchema, params); err != nil {
+			return nil, s.beforeSending(req, fmt.Errorf("tools/call %s on %q: %w", s.clip(tool.OriginalName, 200), req.Server, err))
+		}
+	}
 	updates := c.progress.add(token)
 	defer c.progress.remove(token)
 	fwd := startForwarder(req, tool.OriginalName)
@@ -192,7 +212,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	answered := make(chan answer, 1)
 	start := time.Now()
 	go func() {
-		raw, err := c.raw.request(callCtx, string(mcp.MethodToolsCall), params)
+		raw, err := c.raw.requestWith(callCtx, string(mcp.MethodToolsCall), params, opts)
 		answered <- answer{raw, err}
 	}()
 
@@ -256,7 +276,7 @@ wait:
 	if sess.cfg.Transport != contracts.TransportStdio {
 		s.auth(sess.cfg.ID).callWentThrough()
 	}
-	log.Info().Bool("is_error", out.IsError).Bool("output_schema_mismatch", out.OutputSchemaError != "").
+	log.Info().Bool("is_error", out.IsError).Bool("input_required", out.InputRequired).Bool("output_schema_mismatch", out.OutputSchemaError != "").
 		Int("result_bytes", len(ans.raw)).Msg("tool called")
 	return out, nil
 }
@@ -302,8 +322,9 @@ func toolCallParams(tool string, args []byte, token string) json.RawMessage {
 	return b.Bytes()
 }
 
-// outcome reads a CallToolResult just enough: isError and
-// structuredContent, checked against the tool's outputSchema.
+// outcome reads a CallToolResult just enough: resultType (see
+// resultTypeOf), isError and structuredContent, checked against the
+// tool's outputSchema.
 func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*CallOutcome, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
@@ -311,6 +332,15 @@ func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*
 			contracts.ErrOutcomeUnknown), "invalid_result")
 	}
 	out := &CallOutcome{Result: raw}
+	kind, err := resultTypeOf(fields, s.clean)
+	if err != nil {
+		return nil, err
+	}
+	if kind == resultInputRequired {
+		// Not an outcome: no content, isError or structuredContent to read.
+		out.InputRequired = true
+		return out, nil
+	}
 	if v, ok := fields["isError"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &out.IsError); err != nil {
 			return nil, contracts.WithReason(fmt.Errorf("the server answered with a non-boolean isError; the outcome is unknown: %w",

@@ -49,7 +49,10 @@ type Catalog struct {
 	// Complete is false when a limit or an error cut discovery short.
 	Complete bool
 	// Problem says why the catalog is incomplete.
-	Problem      string
+	Problem string
+	// Excluded are tools the server listed that are left out of Tools
+	// (see excludeInvalidHeaderTools).
+	Excluded     []contracts.ExcludedTool
 	DiscoveredAt time.Time
 
 	// byOriginal and byModel index Tools by original and model-facing
@@ -342,7 +345,14 @@ func orEmpty(raw []json.RawMessage) []json.RawMessage {
 	return raw
 }
 
-type serverCaps struct{ tools, resources, prompts bool }
+// serverCaps are the server capabilities pikod acts on: which lists it
+// offers, which of them it announces changes of, and whether it takes
+// resource subscriptions.
+type serverCaps struct {
+	tools, resources, prompts                                  bool
+	toolsListChanged, resourcesListChanged, promptsListChanged bool
+	subscribe                                                  bool
+}
 
 // toolsFrom decodes raw tool definitions, names them and applies grants.
 // Tools are sorted by original name so the catalog does not depend on the

@@ -156,6 +156,7 @@ func (s *session) applyPins(tools []contracts.CatalogTool, logChanged bool) {
 // catalog is never published with pins older than a trust that finished
 // before it.
 func (c *conn) publish(cat *Catalog) {
+	c.excludeInvalidHeaderTools(cat)
 	c.pinMu.Lock()
 	defer c.pinMu.Unlock()
 	c.s.applyPins(cat.Tools, true)

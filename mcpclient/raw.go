@@ -31,6 +31,46 @@ type rawRequester struct {
 	// written, for stdio, counts the bytes that went into the server's
 	// stdin (Process.StdinWritten); nil for HTTP and SSE.
 	written func() uint64
+	// version is the protocol version in effect (see setVersion); empty
+	// before the handshake.
+	version atomic.Pointer[string]
+}
+
+// reqOpts are the less common parts of one request.
+type reqOpts struct {
+	// header holds HTTP headers to send besides the standard ones
+	// (Mcp-Param-* of a tools/call).
+	header http.Header
+	// id, when set, is the request's JSON-RPC id (a subscription stream
+	// must know its id before anything arrives on it).
+	id *mcp.RequestId
+	// noCancel: never follow the request with notifications/cancelled
+	// (the server/discover probe: a legacy server must see nothing before
+	// initialize).
+	noCancel bool
+}
+
+// setVersion makes version the one every later request declares: in
+// _meta (2026-07-28) and, over HTTP, in the MCP-Protocol-Version header
+// ("" sends none, as before a handshake).
+func (r *rawRequester) setVersion(version string) {
+	r.version.Store(&version)
+	if h, ok := r.client.GetTransport().(transport.HTTPConnection); ok {
+		h.SetProtocolVersion(version)
+	}
+}
+
+// protocolVersion returns the version set last.
+func (r *rawRequester) protocolVersion() string {
+	if v := r.version.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// newID returns a request id unique on the connection.
+func (r *rawRequester) newID() mcp.RequestId {
+	return mcp.NewRequestId("pikod-" + strconv.FormatUint(r.next.Add(1), 10))
 }
 
 // UpstreamError is an error response from the MCP server itself.
@@ -45,23 +85,35 @@ func (e *UpstreamError) Error() string {
 }
 
 // request sends method with params (a JSON object or nil) and returns the
-// raw result. When ctx ends first on a transport that carries it, the server
-// is told with notifications/cancelled. A failure that provably happened
-// before any byte of the request left pikod is a *requestNotSentError.
+// raw result. When ctx ends first, the server is told with
+// notifications/cancelled where the transport needs it (see cancel). A
+// failure that provably happened before any byte of the request left
+// pikod is a *requestNotSentError.
 func (r *rawRequester) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	version := r.client.ProtocolVersion()
+	return r.requestWith(ctx, method, params, reqOpts{})
+}
+
+// requestWith is request with options.
+func (r *rawRequester) requestWith(ctx context.Context, method string, params json.RawMessage, opts reqOpts) (json.RawMessage, error) {
+	version := r.protocolVersion()
 	params, err := r.withMeta(version, params)
 	if err != nil {
 		return nil, &requestNotSentError{err: err}
 	}
 	var header http.Header
-	if std := mcp.StandardHeaders(version, mcp.MCPMethod(method), params); len(std) > 0 {
+	if std := mcp.StandardHeaders(version, mcp.MCPMethod(method), params); len(std) > 0 || len(opts.header) > 0 {
 		header = http.Header{}
+		for k, v := range opts.header {
+			header[k] = v
+		}
 		for k, v := range std {
 			header.Set(k, v)
 		}
 	}
-	id := mcp.NewRequestId("pikod-" + strconv.FormatUint(r.next.Add(1), 10))
+	id := r.newID()
+	if opts.id != nil {
+		id = *opts.id
+	}
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Header: header}
 	if params != nil {
 		req.Params = params
@@ -79,7 +131,12 @@ func (r *rawRequester) request(ctx context.Context, method string, params json.R
 			// The server never saw the request: nothing to cancel.
 			return nil, &requestNotSentError{err: err}
 		}
-		if ctx.Err() != nil {
+		if errors.Is(err, transport.ErrSessionTerminated) && mcp.IsModernProtocol(version) {
+			// 2026-07-28 has no sessions: a 404 is the server saying it
+			// serves no such method (mcp-go drops the body that says so).
+			return nil, &UpstreamError{Code: mcp.METHOD_NOT_FOUND, Message: "HTTP 404 Not Found: the server does not serve " + method}
+		}
+		if ctx.Err() != nil && !opts.noCancel {
 			r.cancel(id, ctx.Err())
 		}
 		return nil, err
@@ -137,14 +194,22 @@ func (r *rawRequester) withMeta(version string, params json.RawMessage) (json.Ra
 	return json.Marshal(fields)
 }
 
-// cancel tells the server to stop a request whose caller went away. HTTP
-// transports end the request's stream instead, which mcp-go does when ctx
-// ends; stdio needs the notification. Best effort, bounded, off the
-// caller's path is not needed: SendNotification on stdio is a pipe write
-// with a deadline.
+// cancel tells the server to stop a request whose caller went away, with
+// notifications/cancelled: always on stdio; on legacy Streamable HTTP and
+// on HTTP+SSE as a POST of its own, since there a dropped stream is not a
+// cancellation (and on SSE the answer does not even travel on the
+// request's own stream). Never on a 2026-07-28 Streamable HTTP connection:
+// there closing the request's stream (mcp-go does when ctx ends) is the
+// cancellation, and a notification POST is refused. Best effort and
+// bounded: the caller waits for it, at most a few seconds.
 func (r *rawRequester) cancel(id mcp.RequestId, cause error) {
-	if _, ok := r.client.GetTransport().(transport.HTTPConnection); ok {
-		return
+	tr := r.client.GetTransport()
+	limit := 2 * time.Second
+	if _, ok := tr.(transport.HTTPConnection); ok {
+		if _, streamable := tr.(*transport.StreamableHTTP); streamable && mcp.IsModernProtocol(r.protocolVersion()) {
+			return
+		}
+		limit = 5 * time.Second
 	}
 	n := mcp.JSONRPCNotification{
 		JSONRPC: mcp.JSONRPC_VERSION,
@@ -153,9 +218,9 @@ func (r *rawRequester) cancel(id mcp.RequestId, cause error) {
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": cause.Error()}},
 		},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	_ = r.client.GetTransport().SendNotification(ctx, n)
+	_ = tr.SendNotification(ctx, n)
 }
 
 // isUpstream reports whether err is the server's own error response.

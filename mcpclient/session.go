@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +38,9 @@ type session struct {
 	generation uint64        // of the last successful connect; see Supervisor.nextGeneration
 	lastProc   *proc.Process // for pid, exit status and stderr after a failure
 	stopped    bool          // the session was removed; it never connects again
+	// challenge is the refusal that left the session needs_auth (nil
+	// otherwise); see Supervisor.AuthChallenge.
+	challenge *AuthChallenge
 
 	// dropped counts, per budget, the messages its connections dropped
 	// over budget, for the session's whole life.
@@ -66,9 +72,28 @@ type conn struct {
 	raw      *rawRequester
 	proc     *proc.Process // stdio only
 	protocol string
-	info     contracts.ServerInfo
-	since    time.Time
-	caps     serverCaps
+	// negotiated says how protocol was chosen (see negotiate).
+	negotiated string
+	info       contracts.ServerInfo
+	since      time.Time
+	caps       serverCaps
+	// hc and auth are the guarded HTTP client (http, sse) and the watch
+	// on it that keeps a 401 or 403; set once, during setup.
+	hc   *http.Client
+	auth *authWatch
+	// replaced is set when setup replaced the client (reopen): the old
+	// one's loss is not the connection's.
+	replaced *atomic.Bool
+	// staged is the grant this connection proves before it is committed
+	// (a sign-in), or nil; live is set once the connection is the
+	// session's (an OAuth refusal then ends it, see noteRefusal).
+	staged *stagedGrant
+	live   atomic.Bool
+
+	// subs are the connection's resource subscriptions; listen, on a
+	// 2026-07-28 connection, its subscriptions/listen stream.
+	subs   subscriptions
+	listen *listener
 
 	ctx    context.Context // lives as long as the connection
 	cancel context.CancelFunc
@@ -91,12 +116,6 @@ type conn struct {
 	progress progressRoutes
 	// noise meters what the server sends unasked against its budgets.
 	noise *noise
-
-	// refused is the first authorization refusal the connection met
-	// (a 401, or a 403 with a Bearer challenge); live is set once the
-	// connection is the session's.
-	refused atomic.Pointer[authRequired]
-	live    atomic.Bool
 }
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
@@ -139,6 +158,7 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 		call = &setupCall{done: make(chan struct{}), cancel: cancel}
 		s.setup = call
 		s.state = contracts.StateConnecting
+		s.challenge = nil
 		s.sup.wg.Add(1)
 		go func() {
 			defer s.sup.wg.Done()
@@ -185,10 +205,14 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		}
 		if !canceled && s.state == contracts.StateConnecting {
 			s.state = contracts.StateFailed
-			if ar, ok := asAuthRequired(err); ok && !ar.permanent {
+			s.lastErr = s.sup.clean(err.Error(), 2000)
+			var na *needsAuthError
+			if errors.As(err, &na) {
+				s.state = contracts.StateNeedsAuth
+				s.challenge = &na.challenge
+			} else if ar, ok := asAuthRequired(err); ok && !ar.permanent {
 				s.state = contracts.StateNeedsAuth
 			}
-			s.lastErr = s.sup.clean(err.Error(), 2000)
 		}
 		err = s.connectError(err)
 		s.log.Warn().Err(err).Msg("connect failed")
@@ -204,6 +228,7 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		c.live.Store(true)
 		s.state = contracts.StateConnected
 		s.lastErr = ""
+		s.challenge = nil
 		s.log.Info().Str("protocol", c.protocol).Str("server_name", c.info.Name).Uint64("generation", c.gen).
 			Int("tools", len(c.currentCatalog().Tools)).Msg("connected")
 	}
@@ -331,6 +356,7 @@ func (s *session) status() contracts.ServerStatus {
 	lp := s.lastProc
 	if c := s.conn; c != nil {
 		st.ProtocolVersion = c.protocol
+		st.Negotiated = c.negotiated
 		info := c.info
 		st.ServerInfo = &info
 		st.ConnectedSince = c.since.Format(time.RFC3339)
@@ -341,6 +367,22 @@ func (s *session) status() contracts.ServerStatus {
 		st.CatalogComplete = cat.Complete
 		st.CatalogProblem = cat.Problem
 		st.ChangedTools = changedTools(cat)
+		if len(cat.Excluded) > 0 {
+			var names []string
+			for i, e := range cat.Excluded {
+				if i == 10 {
+					names = append(names, "…")
+					break
+				}
+				names = append(names, strconv.Quote(s.sup.clip(e.Name, 80)))
+			}
+			st.Notes = append(st.Notes, fmt.Sprintf("%d tool(s) left out of the catalog for invalid x-mcp-header annotations: %s (see 'pikoctl mcp catalog %s')",
+				len(cat.Excluded), strings.Join(names, ", "), s.cfg.ID))
+		}
+		st.Subscriptions = c.subs.list()
+		if n := c.listen.note(); n != "" {
+			st.Notes = append(st.Notes, n)
+		}
 	}
 	if n, l := s.dropped[noiseNotification].Load(), s.dropped[noiseLog].Load(); n+l > 0 {
 		st.Dropped = &contracts.DroppedCounts{Notifications: n, LogMessages: l}
@@ -359,26 +401,25 @@ func (s *session) status() contracts.ServerStatus {
 
 const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
 
-// dial makes one connection: transport, handshake in the configured
-// protocol era, the complete catalog. With staged, the connection proves
-// the staged grant and commits it once it is up. A server that refuses
-// the connection for want of a token gets one first when its grant needs
-// no owner (client_credentials, cross_app_access).
+// dial makes one connection and, with staged, proves the staged grant
+// with it and commits the grant once the connection is up. A server that
+// refuses the connection for want of a token gets one first when its
+// grant needs no owner (client_credentials, cross_app_access).
 func (s *session) dial(ctx context.Context, staged *stagedGrant) (*conn, error) {
-	c, err := s.dialEra(ctx, staged)
-	if ar, ok := asAuthRequired(err); ok && staged == nil && !ar.permanent {
+	c, err := s.dialOnce(ctx, staged)
+	if staged == nil && needsToken(err) {
 		switch grantTypeOf(&s.cfg) {
 		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess:
 			e, eerr := s.sup.oauthEnv(&s.cfg)
 			if eerr != nil {
 				return nil, eerr
 			}
-			g, gerr := s.sup.acquireWithoutBrowser(ctx, e, ar.challenge)
+			g, gerr := s.sup.acquireWithoutBrowser(ctx, e, s.sup.auth(s.cfg.ID).latestChallenge())
 			if gerr != nil {
 				return nil, gerr
 			}
 			staged = s.sup.auth(s.cfg.ID).stage(g, nil)
-			c, err = s.dialEra(ctx, staged)
+			c, err = s.dialOnce(ctx, staged)
 		}
 	}
 	if err != nil || staged == nil {
@@ -391,20 +432,15 @@ func (s *session) dial(ctx context.Context, staged *stagedGrant) (*conn, error) 
 	return c, nil
 }
 
-func (s *session) dialEra(ctx context.Context, staged *stagedGrant) (*conn, error) {
-	mode := s.cfg.ProtocolMode()
-	c, err := s.dialMode(ctx, mode, false, staged)
-	if err != nil {
-		return nil, err
+// needsToken reports whether a connect failed for want of a (valid)
+// token: a 401, or a 403 with a Bearer challenge, on the first requests.
+func needsToken(err error) bool {
+	var na *needsAuthError
+	if errors.As(err, &na) {
+		return true
 	}
-	// Under auto an HTTP server that turns out to be legacy is dialled again
-	// with the GET listening stream, which only the legacy era has: that is
-	// where list_changed and server requests travel.
-	if mode == contracts.ProtocolAuto && s.cfg.Transport == contracts.TransportHTTP && !mcp.IsModernProtocol(c.protocol) {
-		c.close()
-		return s.dialMode(ctx, contracts.ProtocolLegacy, true, staged)
-	}
-	return c, nil
+	ar, ok := asAuthRequired(err)
+	return ok && !ar.permanent
 }
 
 // connectStaged makes a new connection that proves a staged grant, and on
@@ -465,11 +501,15 @@ func (s *session) connectStaged(ctx context.Context, st *stagedGrant) (*conn, er
 	}
 }
 
-func (s *session) dialMode(ctx context.Context, mode string, listen bool, staged *stagedGrant) (*conn, error) {
-	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
+// dialOnce makes one connection: transport, handshake in the era the
+// settings ask for (see negotiate), the subscription stream of a
+// 2026-07-28 connection, the complete catalog.
+func (s *session) dialOnce(ctx context.Context, staged *stagedGrant) (*conn, error) {
+	mode := s.cfg.ProtocolMode()
 	life, cancel := context.WithCancel(s.sup.ctx)
 	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{}),
-		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log)}
+		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log), staged: staged}
+	c.listen = &listener{c: c}
 	ok := false
 	defer func() {
 		if !ok {
@@ -477,75 +517,34 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool, staged
 		}
 	}()
 
-	tr, err := s.transport(c, mode, listen, staged)
+	// A Streamable HTTP connection that will speak a legacy version is
+	// built with the GET listening stream, which carries that era's
+	// notifications and server requests; auto starts without it, and
+	// negotiate rebuilds the transport if it falls back.
+	pin := pinOf(mode)
+	listen := mode == contracts.ProtocolLegacy || (pin != "" && !mcp.IsModernProtocol(pin))
+	if err := c.open(listen); err != nil {
+		return nil, err
+	}
+	hs, err := c.negotiate(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	var opts []client.ClientOption
-	switch mode {
-	case contracts.ProtocolLegacy:
-		opts = append(opts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
-	case contracts.ProtocolAuto:
-		opts = append(opts, client.WithDiscoverTimeout(s.sup.opts.DiscoverProbe))
-	default:
-		opts = append(opts, client.WithProtocolVersion(mode), client.WithDiscoverTimeout(s.sup.opts.DiscoverProbe))
-	}
-	caps := mcp.ClientCapabilities{}
-	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
-	c.client = client.NewClient(tr, opts...)
-	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: caps}
-	if c.proc != nil {
-		c.raw.written = c.proc.StdinWritten
-	}
-	c.client.OnNotification(c.onNotification)
-	// Start's ctx lives as long as the connection (SDK trap: a short ctx
-	// kills the transport).
-	if err := c.client.Start(life); err != nil {
-		return nil, fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
-	}
-	c.client.OnConnectionLost(func(err error) {
-		s.lostConn(c, "connection lost: "+err.Error(), contracts.StateFailed)
-	})
-
-	initCtx, initCancel := context.WithTimeout(ctx, timeout)
-	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: pinOf(mode), ClientInfo: info, Capabilities: caps}})
-	// Read before initCancel, which sets Err on every path.
-	timedOut := errors.Is(initCtx.Err(), context.DeadlineExceeded)
-	initCancel()
-	if ar := c.refused.Load(); ar != nil {
-		// The server wants a token (or another one): whatever the
-		// handshake did after the refusal (mcp-go falls back from the
-		// probe to initialize), that is the story.
-		return nil, ar
-	}
-	if err != nil {
-		if timedOut && ctx.Err() == nil {
-			return nil, fmt.Errorf("the server did not complete the handshake within timeoutMs (%s): %w", timeout, c.explain(err))
-		}
-		return nil, fmt.Errorf("handshake: %w", c.explain(err))
-	}
-	c.protocol = c.client.ProtocolVersion()
-	if c.protocol == "" {
-		c.protocol = res.ProtocolVersion
-	}
-	if pin := pinOf(mode); pin != "" && c.protocol != pin {
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "protocol_mismatch",
-				"server %q speaks protocol %s, but its settings pin %s", s.cfg.ID, c.protocol, pin),
-			`set "protocol" to "auto" or "legacy", or pin a version the server supports`)
-	}
-	if mode == contracts.ProtocolLegacy && mcp.IsModernProtocol(c.protocol) {
-		return nil, fmt.Errorf("server negotiated %s although the legacy protocol was asked for", c.protocol)
-	}
-	c.info = contracts.ServerInfo{Name: s.sup.clean(res.ServerInfo.Name, 200), Version: s.sup.clean(res.ServerInfo.Version, 100)}
-	sc := res.Capabilities
-	c.caps = serverCaps{tools: sc.Tools != nil, resources: sc.Resources != nil, prompts: sc.Prompts != nil}
+	c.protocol, c.negotiated, c.caps = hs.version, hs.how, hs.caps
+	c.info = contracts.ServerInfo{Name: s.sup.clean(hs.info.Name, 200), Version: s.sup.clean(hs.info.Version, 100)}
 	c.since = time.Now().UTC()
+	s.log.Info().Str("protocol", c.protocol).Str("negotiated", c.negotiated).Msg("protocol negotiated")
 
+	if mcp.IsModernProtocol(c.protocol) {
+		// Opened before the first discovery, so that no change made while
+		// it runs goes unheard.
+		c.startListening(ctx)
+	}
 	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
-	if ar := c.refused.Load(); ar != nil {
-		return nil, ar
+	if ch := c.auth.refusal(); ch != nil {
+		// The catalog requests were refused: the connection is not
+		// authorized after all.
+		return nil, s.needsAuth(ch)
 	}
 	if cat := c.currentCatalog(); !cat.Complete {
 		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
@@ -556,6 +555,48 @@ func (s *session) dialMode(ctx context.Context, mode string, listen bool, staged
 	return c, nil
 }
 
+// open builds the transport and the client on it and starts them. Called
+// again (HTTP only, see reopen) it replaces both.
+func (c *conn) open(listen bool) error {
+	s := c.s
+	tr, err := s.transport(c, listen)
+	if err != nil {
+		return err
+	}
+	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
+	c.client = client.NewClient(tr)
+	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: mcp.ClientCapabilities{}}
+	if c.proc != nil {
+		c.raw.written = c.proc.StdinWritten
+	}
+	c.client.OnNotification(c.onNotification)
+	// Start's ctx lives as long as the connection (SDK trap: a short ctx
+	// kills the transport).
+	if err := c.client.Start(c.ctx); err != nil {
+		if ch := c.auth.refusal(); ch != nil {
+			return s.needsAuth(ch)
+		}
+		return fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
+	}
+	replaced := &atomic.Bool{}
+	c.replaced = replaced
+	c.client.OnConnectionLost(func(err error) {
+		if replaced.Load() {
+			return // a transport replaced during setup
+		}
+		s.lostConn(c, "connection lost: "+err.Error(), contracts.StateFailed)
+	})
+	return nil
+}
+
+// reopen replaces an HTTP connection's transport (during setup only, when
+// nothing else uses it): the old one is closed first.
+func (c *conn) reopen(listen bool) error {
+	c.replaced.Store(true)
+	_ = c.client.Close()
+	return c.open(listen)
+}
+
 func pinOf(mode string) string {
 	if mode == contracts.ProtocolLegacy || mode == contracts.ProtocolAuto {
 		return ""
@@ -563,10 +604,12 @@ func pinOf(mode string) string {
 	return mode
 }
 
-// transport builds the mcp-go transport for the server's settings.
-func (s *session) transport(c *conn, mode string, listen bool, staged *stagedGrant) (transport.Interface, error) {
+// transport builds the mcp-go transport for the server's settings. For
+// http and sse the guarded client is built once per connection and kept
+// on c, so a rebuilt transport reuses it (and its connections).
+func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 	var creds Credentials
-	if s.sup.opts.Credentials != nil {
+	if s.sup.opts.Credentials != nil && (s.cfg.Transport == contracts.TransportStdio || c.hc == nil) {
 		var err error
 		if creds, err = s.sup.opts.Credentials(&s.cfg); err != nil {
 			return nil, err
@@ -597,39 +640,48 @@ func (s *session) transport(c *conn, mode string, listen bool, staged *stagedGra
 		stdout := &watchedReader{r: p.Stdout(), onErr: func(err error) { c.stdoutEnded(err) }}
 		return transport.NewIO(stdout, p.Stdin(), nil), nil
 	case contracts.TransportHTTP, contracts.TransportSSE:
-		headers := map[string]string{}
-		for k, v := range s.cfg.Headers {
-			headers[k] = v
-		}
-		for k, v := range creds.Headers {
-			headers[k] = v
-		}
-		hc, err := NewGuardedClient(GuardConfig{
-			URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
-			MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
-		})
-		if err != nil {
-			return nil, err
-		}
-		if oauthFor(&s.cfg, creds) {
-			u, err := url.Parse(s.cfg.URL)
+		if c.hc == nil {
+			headers := map[string]string{}
+			for k, v := range s.cfg.Headers {
+				headers[k] = v
+			}
+			for k, v := range creds.Headers {
+				headers[k] = v
+			}
+			hc, err := NewGuardedClient(GuardConfig{
+				URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
+				MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
+			})
 			if err != nil {
-				return nil, fmt.Errorf("parsing server url: %w", contracts.ErrInvalidArgument)
+				return nil, err
 			}
-			at := &authTransport{base: hc.Transport, origin: originOf(u), cfg: &s.cfg, auth: s.sup.auth(s.cfg.ID), onRefusal: c.noteRefusal}
-			if staged != nil {
-				at.staged.Store(staged)
+			if oauthFor(&s.cfg, creds) {
+				// The server's OAuth token on every request to its origin;
+				// a refused token renewed once (see authTransport).
+				u, err := url.Parse(s.cfg.URL)
+				if err != nil {
+					return nil, fmt.Errorf("parsing server url: %w", contracts.ErrInvalidArgument)
+				}
+				at := &authTransport{base: hc.Transport, origin: originOf(u), cfg: &s.cfg, auth: s.sup.auth(s.cfg.ID), onRefusal: c.noteRefusal}
+				if c.staged != nil {
+					at.staged.Store(c.staged)
+				}
+				hc.Transport = at
 			}
-			hc.Transport = at
+			// 401 and 403 become errors in mcp-go that lose the
+			// challenge: the watch keeps it.
+			c.auth = &authWatch{next: hc.Transport}
+			hc.Transport = c.auth
+			c.hc = hc
 		}
 		if s.cfg.Transport == contracts.TransportSSE {
 			// Never WithHTTPTimeout-style client timeouts: contexts bound
 			// every request, and the SSE stream must stay open.
-			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(hc),
+			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(c.hc),
 				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
 		}
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc)}
-		if listen || mode == contracts.ProtocolLegacy || (pinOf(mode) != "" && !mcp.IsModernProtocol(mode)) {
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(c.hc)}
+		if listen {
 			//lint:ignore SA1019 the legacy era (what this connection speaks) delivers list_changed and server requests on this GET stream.
 			opts = append(opts, transport.WithContinuousListening())
 		}
@@ -639,15 +691,14 @@ func (s *session) transport(c *conn, mode string, listen bool, staged *stagedGra
 }
 
 // noteRefusal hears the authorization refusals of the connection's
-// requests: the server's challenge is kept for the next sign-in; a 401 on
-// a live connection (a token that cannot be renewed) ends it, since every
-// later request would be refused too (the legacy GET stream would ask
-// again every second).
+// requests (see authTransport): the server's challenge is kept for the
+// next sign-in; a 401 on a live connection (a token that cannot be
+// renewed) ends it, since every later request would be refused too (the
+// legacy GET stream would ask again every second).
 func (c *conn) noteRefusal(ar *authRequired) {
 	if ar.status != 0 {
 		c.s.sup.auth(c.s.cfg.ID).noteChallenge(ar.challenge)
 	}
-	c.refused.CompareAndSwap(nil, ar)
 	if c.live.Load() && !ar.challenge.InsufficientScope() {
 		c.s.lostConn(c, ar.Error(), contracts.StateNeedsAuth)
 	}
@@ -770,22 +821,47 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 		c.s.lostConn(c, trip+" (pikod does not reconnect by itself: fix the server, then 'pikoctl mcp connect "+c.s.cfg.ID+"')", contracts.StateFailed)
 		return
 	}
+	// A notification of a subscription stream that has ended, or was never
+	// pikod's, is dropped (see listener.accepts).
+	if !c.listen.accepts(n) {
+		return
+	}
 	switch n.Method {
 	case string(mcp.MethodNotificationToolsListChanged), string(mcp.MethodNotificationResourcesListChanged),
 		string(mcp.MethodNotificationPromptsListChanged):
-		if ok && !c.noise.over(now) {
-			// Catalog requests wait for the re-discovery; not while the
-			// server floods, which defers it.
-			c.invalidateCatalog()
-		}
-		select {
-		case c.changed <- struct{}{}:
-		default: // a re-discovery is already pending
-		}
+		c.listChanged(n.Method, ok, now)
 	case string(mcp.MethodNotificationProgress):
 		if ok {
 			c.progress.route(n.Params, c.s.sup.clean)
 		}
+	case mcp.MethodNotificationResourceUpdated:
+		if ok {
+			c.resourceUpdated(n.Params)
+		}
+	case mcp.MethodNotificationSubscriptionsAcknowledged:
+		// Never dropped: a reopened stream waits for it.
+		c.listen.acknowledged(n.Params)
+	case string(mcp.MethodNotificationCancelled):
+		// On stdio a server ends a subscription stream this way.
+		c.listen.endedByServer(n.Params)
+	}
+}
+
+// listChanged is where every "this list changed" goes: a legacy
+// list_changed notification, one from a 2026-07-28 subscription stream,
+// and a stream reopened after a drop (which may have missed some).
+// admitted is false for a notification over the server's budget. It only
+// marks and signals; watch does the re-discovery. It never blocks.
+func (c *conn) listChanged(method string, admitted bool, now time.Time) {
+	_ = method // every list is discovered again, whichever changed
+	if admitted && !c.noise.over(now) {
+		// Catalog requests wait for the re-discovery; not while the
+		// server floods, which defers it.
+		c.invalidateCatalog()
+	}
+	select {
+	case c.changed <- struct{}{}:
+	default: // a re-discovery is already pending
 	}
 }
 

@@ -30,7 +30,7 @@ type Options struct {
 	// ClientVersion is reported to servers as pikod's version.
 	ClientVersion string
 	// DiscoverProbe bounds the 2026-07-28 server/discover probe under
-	// "auto" and pins. Default 3 s.
+	// "auto" (a 2026-07-28 pin waits the server's timeoutMs). Default 3 s.
 	DiscoverProbe time.Duration
 	// Limits bound catalog discovery per server.
 	Limits CatalogLimits
@@ -367,7 +367,7 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 	}
 	return contracts.CatalogResult{
 		Server: id, Tools: cat.Tools, Resources: cat.Resources, ResourceTemplates: cat.ResourceTemplates,
-		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem,
+		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem, Excluded: cat.Excluded,
 		DiscoveredAt: cat.DiscoveredAt.Format(time.RFC3339Nano),
 	}, nil
 }

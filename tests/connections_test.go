@@ -404,7 +404,7 @@ func TestProtocolModes(t *testing.T) {
 		{entry: stdioFixture("stdio-auto-modern", "--protocol", "modern").with("protocol", "auto"), want: modernVersion},
 		{entry: stdioFixture("stdio-auto-legacy", "--protocol", "legacy").with("protocol", "auto"), want: "legacy"},
 		{entry: stdioFixture("stdio-pin-modern-legacy", "--protocol", "legacy").with("protocol", pin(modernVersion)),
-			reason: "protocol_mismatch", message: []string{modernVersion, "2025-11-25"}},
+			reason: "protocol_mismatch", message: []string{modernVersion, "server/discover is not implemented"}},
 		{entry: stdioFixture("stdio-pin-2025", "--protocol", "both").with("protocol", pin("2025-06-18")), want: "2025-06-18"},
 		{entry: stdioFixture("stdio-pin-modern", "--protocol", "both").with("protocol", pin(modernVersion)), want: modernVersion},
 		{entry: stdioFixture("stdio-legacy-modern", "--protocol", "modern").with("protocol", "legacy"), reason: "connect_failed"},
@@ -414,7 +414,7 @@ func TestProtocolModes(t *testing.T) {
 		{entry: remoteFixture("http-default-legacy", "http", httpURL["legacy"]), want: "legacy"},
 		{entry: remoteFixture("http-legacy-both", "http", httpURL["both"]).with("protocol", "legacy"), want: "legacy"},
 		{entry: remoteFixture("http-pin-modern-legacy", "http", httpURL["legacy"]).with("protocol", pin(modernVersion)),
-			reason: "protocol_mismatch", message: []string{modernVersion, "2025-11-25"}},
+			reason: "protocol_mismatch", message: []string{modernVersion, "server/discover is not implemented"}},
 		{entry: remoteFixture("http-pin-2025", "http", httpURL["both"]).with("protocol", pin("2025-06-18")), want: "2025-06-18"},
 		{entry: remoteFixture("sse", "sse", sse.url), want: "legacy"},
 	}

@@ -36,6 +36,9 @@ var (
 	// built without -race: it is a peer, not the code under test, and the
 	// race runtime would slow every one of its exits.
 	fixtureBin string
+	// gosdkBin is the server built on the official Go SDK
+	// (tests/fixtures/gosdkserver, a module of its own).
+	gosdkBin string
 )
 
 const (
@@ -70,20 +73,24 @@ func runMain(m *testing.M) int {
 	pikodBin = filepath.Join(dir, "pikod")
 	pikoctlBin = filepath.Join(dir, "pikoctl")
 	fixtureBin = filepath.Join(dir, "mcpfixture")
+	gosdkBin = filepath.Join(dir, "gosdkserver")
 	for _, b := range []struct {
 		out, pkg string
 		race     bool
+		// dir is the module to build in, relative to root ("" for root).
+		dir string
 	}{
-		{pikodBin, "./cmd/pikod", true},
-		{pikoctlBin, "./cmd/pikoctl", true},
-		{fixtureBin, "./tests/fixtures/mcpfixture", false},
+		{pikodBin, "./cmd/pikod", true, ""},
+		{pikoctlBin, "./cmd/pikoctl", true, ""},
+		{fixtureBin, "./tests/fixtures/mcpfixture", false, ""},
+		{gosdkBin, ".", false, "tests/fixtures/gosdkserver"},
 	} {
 		args := []string{"build", "-o", b.out, b.pkg}
 		if b.race {
 			args = []string{"build", "-race", "-o", b.out, b.pkg}
 		}
 		cmd := exec.Command("go", args...)
-		cmd.Dir = root
+		cmd.Dir = filepath.Join(root, b.dir)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "tests: building %s: %v\n%s", b.pkg, err, out)
 			return 1
@@ -710,7 +717,14 @@ func startFixtureServer(t testing.TB, transport, listen string, args ...string) 
 	t.Helper()
 	f := &fixtureServer{acceptLog: filepath.Join(t.TempDir(), "accept.log")}
 	all := append([]string{"--transport", transport, "--listen", listen, "--accept-log", f.acceptLog}, args...)
-	f.cmd = exec.Command(fixtureBin, all...)
+	return startListening(t, f, fixtureBin, all...)
+}
+
+// startListening runs bin with args as f's process and waits for its
+// LISTENING line. It is stopped at the end of the test.
+func startListening(t testing.TB, f *fixtureServer, bin string, all ...string) *fixtureServer {
+	t.Helper()
+	f.cmd = exec.Command(bin, all...)
 	f.cmd.Env = minimalEnv(t.TempDir())
 	f.cmd.Stderr = &f.stderr
 	out, err := f.cmd.StdoutPipe()

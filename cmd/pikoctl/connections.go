@@ -39,6 +39,8 @@ func (a *app) newConnectionCmds() []*cobra.Command {
 	var ping contracts.PingResult
 	var cat contracts.CatalogResult
 	return []*cobra.Command{
+		a.subscribeCmd(contracts.ResourceOpSubscribe, "Hear of changes to a server's resource (events of kind resource)"),
+		a.subscribeCmd(contracts.ResourceOpUnsubscribe, "Stop hearing of changes to a server's resource"),
 		a.serverCmd("connect", "Connect a server now (a failed one is tried again)", contracts.MethodMCPConnect, &conn,
 			func(w *errWriter) error {
 				writeServerDetail(w, conn.Server)
@@ -80,6 +82,12 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if len(c.Excluded) > 0 {
+		fmt.Fprintln(w, "\nLEFT OUT (cannot be called on this connection)")
+		for _, e := range c.Excluded {
+			fmt.Fprintf(w, "  %s  %s\n", cell(clip(e.Name, 40)), clip(e.Reason, 200))
 		}
 	}
 	for _, l := range []struct {
@@ -129,7 +137,11 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	fmt.Fprintf(w, "transport:  %s\n", clean(s.Transport))
 	fmt.Fprintf(w, "enabled:    %s\n", yesNo(s.Enabled))
 	if s.ProtocolVersion != "" {
-		fmt.Fprintf(w, "protocol:   %s\n", clean(s.ProtocolVersion))
+		if s.Negotiated != "" {
+			fmt.Fprintf(w, "protocol:   %s (%s)\n", clean(s.ProtocolVersion), clean(s.Negotiated))
+		} else {
+			fmt.Fprintf(w, "protocol:   %s\n", clean(s.ProtocolVersion))
+		}
 	}
 	if s.ServerInfo != nil {
 		fmt.Fprintf(w, "server is:  %s %s\n", clean(s.ServerInfo.Name), clean(s.ServerInfo.Version))
@@ -174,6 +186,9 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	if s.LastError != "" {
 		fmt.Fprintf(w, "last error: %s\n", clean(s.LastError))
 	}
+	for _, u := range s.Subscriptions {
+		fmt.Fprintf(w, "subscribed: %s\n", clip(u, 200))
+	}
 	if d := s.Dropped; d != nil {
 		fmt.Fprintf(w, "dropped:    %d notifications, %d log messages (over the server's budgets)\n", d.Notifications, d.LogMessages)
 	}
@@ -208,5 +223,48 @@ func writeOAuthStatus(w *errWriter, id string, o *contracts.OAuthStatus) {
 	}
 	if o.RequiredScope != "" {
 		fmt.Fprintf(w, "  the server asks for scope: %s\n", clean(o.RequiredScope))
+	}
+}
+
+// subscribeCmd builds subscribe and unsubscribe: extensions.mcp.resource
+// with that op.
+func (a *app) subscribeCmd(op, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   op + " SERVER URI",
+		Short: short,
+		Long: short + `.
+
+The URI goes to the server exactly as given (pikod never fetches it). A
+subscription lasts as long as the server's connection; each update
+arrives as an extensions.mcp.event of kind "resource" to the socket
+connections that watch. The server must offer subscriptions, and its
+"resources" setting must not be false.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var raw json.RawMessage
+			params := contracts.ResourceSubscribeParams{Server: args[0], Op: op, URI: args[1]}
+			if err := a.call(cmd.Context(), contracts.MethodMCPResource, params, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.ResourceSubscribeResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPResource, err)
+			}
+			w := &errWriter{w: a.stdout}
+			switch {
+			case res.Subscribed && res.Changed:
+				fmt.Fprintf(w, "subscribed %s to %s\n", clean(res.Server), clip(res.URI, 200))
+			case res.Subscribed:
+				fmt.Fprintf(w, "%s was already subscribed to %s\n", clean(res.Server), clip(res.URI, 200))
+			case res.Changed:
+				fmt.Fprintf(w, "unsubscribed %s from %s\n", clean(res.Server), clip(res.URI, 200))
+			default:
+				fmt.Fprintf(w, "%s was not subscribed to %s\n", clean(res.Server), clip(res.URI, 200))
+			}
+			return w.err
+		},
 	}
 }
