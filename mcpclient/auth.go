@@ -580,15 +580,18 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusUnauthorized && tok != "" && !staged && req.GetBody != nil {
+	bodyless := req.Body == nil || req.Body == http.NoBody
+	if resp.StatusCode == http.StatusUnauthorized && tok != "" && !staged && (bodyless || req.GetBody != nil) {
 		// The token looked valid and was refused: renew once, resend once.
 		next, rerr := t.auth.renew(req.Context(), t.cfg, tok)
 		if rerr == nil && next != "" && next != tok {
-			body, berr := req.GetBody()
+			retry := req.Clone(req.Context())
+			var berr error
+			if !bodyless {
+				retry.Body, berr = req.GetBody()
+			}
 			if berr == nil {
 				drain(resp)
-				retry := req.Clone(req.Context())
-				retry.Body = body
 				if resp, err = t.send(retry, next); err != nil {
 					return nil, err
 				}

@@ -152,10 +152,8 @@ func (s *Supervisor) challengeFor(ctx context.Context, sess *session) (*oauth.Ch
 	if ch != nil {
 		return ch, nil
 	}
-	if _, err := sess.connect(ctx); err != nil {
-		if _, ok := asAuthRequired(err); !ok {
-			return nil, err
-		}
+	if _, err := sess.connect(ctx); err != nil && !needsToken(err) {
+		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
