@@ -239,13 +239,17 @@ func (o *oauthSetup) checkCanaries(t *testing.T) {
 // resource) on both protocol eras, calls a tool with the token, and finds
 // no token or client secret in anything pikod wrote.
 func TestOAuthAuthorizationCode(t *testing.T) {
-	for _, era := range []struct{ fixture, setting, want string }{
-		{"legacy", "auto", "2025-11-25"},
-		{"modern", "auto", "2026-07-28"},
-		{"legacy", "legacy", "2025-11-25"},
+	for _, era := range []struct{ fixture, setting, want, prefix string }{
+		{"legacy", "auto", "2025-11-25", ""},
+		{"modern", "auto", "2026-07-28", ""},
+		{"legacy", "legacy", "2025-11-25", ""},
+		// An issuer with a path: metadata by RFC 8414 path insertion.
+		{"modern", "auto", "2026-07-28", "/tenant1"},
 	} {
-		t.Run(era.fixture+"-"+era.setting, func(t *testing.T) {
-			o := newOAuthSetup(t, "--protocol", era.fixture, "--token-scope", "mcp:basic")
+		t.Run(era.fixture+"-"+era.setting+era.prefix, func(t *testing.T) {
+			as := newTestAS(t)
+			as.setPrefix(era.prefix)
+			o := newOAuthSetupWith(t, as, "--protocol", era.fixture, "--token-scope", "mcp:basic")
 			o.as.with(func(as *testAS) { as.dcrMethod = "client_secret_basic"; as.refresh = true; as.expiresIn = 3600 })
 			o.configure(t, era.setting, "")
 
@@ -340,6 +344,37 @@ func TestOAuthRefreshRotation(t *testing.T) {
 	o.mustEcho(t, "after restart")
 	if _, _, _, refreshes := o.as.counts(); refreshes != 1 {
 		t.Errorf("after the restart the authorization server saw %d refreshes, want still 1", refreshes)
+	}
+	o.checkCanaries(t)
+}
+
+// TestOAuthExpiredTokenRenewed lets the access token reach its expiry:
+// the next calls renew it before sending (single-flight, with rotation),
+// so the server never sees an expired token.
+func TestOAuthExpiredTokenRenewed(t *testing.T) {
+	o := newOAuthSetup(t, "--protocol", "modern")
+	o.as.with(func(as *testAS) { as.refresh, as.rotate, as.expiresIn = true, true, 4 })
+	o.configure(t, "auto", "")
+	o.signIn(t)
+	o.mustEcho(t, "fresh")
+	// pikod counts a 4 s token expired 1 s early.
+	time.Sleep(3500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := o.echo(t, fmt.Sprintf("renewed-%d", i)); err != nil || res.Status != contracts.CallCompleted {
+				t.Errorf("call %d: %+v %v", i, res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	_, _, _, refreshes := o.as.counts()
+	var expired int
+	o.as.with(func(as *testAS) { expired = as.expiredSeen })
+	if refreshes < 1 || expired != 0 {
+		t.Errorf("%d refreshes, %d expired tokens presented to the server; want at least 1 and none", refreshes, expired)
 	}
 	o.checkCanaries(t)
 }

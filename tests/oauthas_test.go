@@ -64,8 +64,10 @@ type testAS struct {
 	refreshes map[string]*asGrant
 	jags      map[string]*asGrant
 	// Logs.
-	authReqs     []url.Values
-	tokenReqs    []asTokenReq
+	authReqs  []url.Values
+	tokenReqs []asTokenReq
+	// expiredSeen counts introspections of tokens past their expiry.
+	expiredSeen  int
 	regs         []map[string]any
 	refreshCount int
 	issued       []string
@@ -87,6 +89,8 @@ type asGrant struct {
 	client, scope, resource string
 	active                  bool
 	used                    bool
+	// expires is when an access token stops being active (zero: never).
+	expires time.Time
 }
 
 type asTokenReq struct {
@@ -195,12 +199,12 @@ func (as *testAS) metadata(w http.ResponseWriter) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	md := map[string]any{
-		"issuer":                                as.issuer,
-		"authorization_endpoint":                as.issuer + "/authorize",
-		"token_endpoint":                        as.issuer + "/token",
-		"response_types_supported":              []string{"code"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"},
-		"token_endpoint_auth_methods_supported": as.authMethods,
+		"issuer":                                           as.issuer,
+		"authorization_endpoint":                           as.issuer + "/authorize",
+		"token_endpoint":                                   as.issuer + "/token",
+		"response_types_supported":                         []string{"code"},
+		"grant_types_supported":                            []string{"authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"},
+		"token_endpoint_auth_methods_supported":            as.authMethods,
 		"token_endpoint_auth_signing_alg_values_supported": []string{"ES256"},
 	}
 	if !as.noS256 {
@@ -348,7 +352,7 @@ func (as *testAS) checkAssertion(jwt string) (string, error) {
 	var header struct{ Alg string }
 	var claims struct {
 		Iss, Sub, Aud, Jti string
-		Exp, Iat         int64
+		Exp, Iat           int64
 	}
 	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
 	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
@@ -460,6 +464,9 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.active = true
+	if as.expiresIn > 0 {
+		g.expires = time.Now().Add(time.Duration(as.expiresIn) * time.Second)
+	}
 	at := randToken(canaryAT)
 	as.access[at] = g
 	as.issued = append(as.issued, at)
@@ -490,6 +497,11 @@ func (as *testAS) introspect(w http.ResponseWriter, r *http.Request) {
 	tok := r.PostForm.Get("token")
 	as.introspected = append(as.introspected, tok)
 	g := as.access[tok]
+	if g != nil && !g.expires.IsZero() && time.Now().After(g.expires) {
+		as.expiredSeen++
+		writeJSON(w, http.StatusOK, map[string]any{"active": false})
+		return
+	}
 	if g == nil || !g.active {
 		writeJSON(w, http.StatusOK, map[string]any{"active": false})
 		return
