@@ -207,7 +207,11 @@ func (o *oauthSetup) checkCanaries(t *testing.T) {
 			secrets = append(secrets, c.secret)
 		}
 	}
+	bearer := o.as.bearerSeen
 	o.as.mu.Unlock()
+	if bearer != 0 {
+		t.Errorf("%d requests to the authorization server carried a Bearer token", bearer)
+	}
 	if len(secrets) == 0 {
 		t.Fatal("the authorization server issued nothing: the canary check would prove nothing")
 	}
@@ -345,6 +349,49 @@ func TestOAuthRefreshRotation(t *testing.T) {
 	if _, _, _, refreshes := o.as.counts(); refreshes != 1 {
 		t.Errorf("after the restart the authorization server saw %d refreshes, want still 1", refreshes)
 	}
+	o.checkCanaries(t)
+}
+
+// TestOAuthInvalidGrant has the authorization server refuse the refresh
+// token: the call that needed it fails without running, the server is
+// needs_auth with the grant dropped, and nothing asks the authorization
+// server again until the owner signs in.
+func TestOAuthInvalidGrant(t *testing.T) {
+	o := newOAuthSetup(t, "--protocol", "legacy")
+	o.as.with(func(as *testAS) { as.refresh = true })
+	o.configure(t, "legacy", "")
+	o.signIn(t)
+	o.mustEcho(t, "before")
+	o.as.revokeAccess()
+	o.as.with(func(as *testAS) { as.refuseRT = true })
+	refreshes := func() int {
+		n := 0
+		for _, tr := range o.as.tokenRequests() {
+			if tr.form.Get("grant_type") == "refresh_token" {
+				n++
+			}
+		}
+		return n
+	}
+	res, err := o.echo(t, "refused")
+	if reasonOf(err) != "needs_auth" || res.Status == contracts.CallUncertain {
+		t.Fatalf("a call whose refresh was refused answered %+v %v, want failed with needs_auth", res, err)
+	}
+	st := o.status(t)
+	if st.State != contracts.StateNeedsAuth || st.OAuth.Grant != "none" {
+		t.Errorf("after invalid_grant: state %s oauth %+v", st.State, st.OAuth)
+	}
+	for range 3 {
+		if _, err := o.echo(t, "again"); reasonOf(err) != "needs_auth" {
+			t.Errorf("a later call answered %v, want needs_auth", err)
+		}
+	}
+	if n := refreshes(); n != 1 {
+		t.Errorf("%d refresh requests reached the authorization server, want exactly 1", n)
+	}
+	o.as.with(func(as *testAS) { as.refuseRT = false })
+	o.signIn(t)
+	o.mustEcho(t, "signed in again")
 	o.checkCanaries(t)
 }
 

@@ -50,6 +50,7 @@ type testAS struct {
 	dcrMethod    string   // token_endpoint_auth_method a registration gets ("none" default)
 	refresh      bool     // issue refresh tokens
 	rotate       bool     // refresh tokens are single-use
+	refuseRT     bool     // every refresh gets invalid_grant
 	expiresIn    int      // expires_in of access tokens (0: none given)
 	authMethods  []string // token_endpoint_auth_methods_supported
 	scopes       []string // scopes_supported
@@ -67,7 +68,10 @@ type testAS struct {
 	authReqs  []url.Values
 	tokenReqs []asTokenReq
 	// expiredSeen counts introspections of tokens past their expiry.
-	expiredSeen  int
+	expiredSeen int
+	// bearerSeen counts requests to the authorization server that carried
+	// a Bearer token (pikod's tokens go to the MCP server only).
+	bearerSeen   int
 	regs         []map[string]any
 	refreshCount int
 	issued       []string
@@ -165,6 +169,9 @@ func randToken(prefix string) string {
 func (as *testAS) serve(w http.ResponseWriter, r *http.Request) {
 	as.mu.Lock()
 	prefix := as.prefix
+	if strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+		as.bearerSeen++
+	}
 	as.mu.Unlock()
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/.well-known/oauth-authorization-server"+prefix:
@@ -436,7 +443,7 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		g = &asGrant{client: client, scope: code.scope, resource: code.resource}
 	case "refresh_token":
 		old := as.refreshes[form.Get("refresh_token")]
-		if old == nil || old.used || old.client != client {
+		if old == nil || old.used || old.client != client || as.refuseRT {
 			oauthErr(w, http.StatusBadRequest, "invalid_grant", "refresh token unknown or spent")
 			return
 		}
