@@ -370,7 +370,8 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog, contracts.MethodMCPResource,
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
 			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
-			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase}
+			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
+			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name

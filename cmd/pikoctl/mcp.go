@@ -22,6 +22,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newReceiptsCmds()...)
 	mcp.AddCommand(a.newTrustCmds()...)
 	mcp.AddCommand(a.newSecretCmd())
+	mcp.AddCommand(a.newAuthCmds()...)
 	return mcp
 }
 
