@@ -31,9 +31,30 @@ run: build ## build and run pikod in the foreground on the default instance
 INTEROP := tests/interop
 INTEROP_STAMP := $(INTEROP)/node_modules/.package-lock.json
 
+# The official MCP client conformance suite runs against pikod through
+# the adapter in $(CONFORMANCE) (README.md, "The MCP conformance suite").
+# Node 22 and the suite are npm packages pinned in
+# $(CONFORMANCE)/package-lock.json. PIKO_SKIP_CONFORMANCE=1 skips both the
+# install and the run. CONFORMANCE_ARGS passes flags to the runner, e.g.
+# CONFORMANCE_ARGS='-scenarios tools_call,auth/metadata-default'.
+CONFORMANCE := tests/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE)/node_modules/.package-lock.json
+
 .PHONY: test
-test: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) ## run the whole test suite with the race detector
+test: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(if $(filter 1,$(PIKO_SKIP_CONFORMANCE)),,conformance) ## run the whole test suite with the race detector
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+.PHONY: conformance
+conformance: conformance-deps ## run the MCP client conformance suite against pikod; results in tests/conformance/out
+	$(GO) run ./$(CONFORMANCE)/runner -out $(CONFORMANCE)/out -eras default,legacy $(CONFORMANCE_ARGS)
+
+.PHONY: conformance-deps
+conformance-deps: $(CONFORMANCE_STAMP) ## install node 22 and the pinned conformance suite from npm
+
+$(CONFORMANCE_STAMP): $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	@command -v npm >/dev/null || { echo "conformance-deps: npm not found: install node and npm (Debian: apt-get install nodejs npm), or set PIKO_SKIP_CONFORMANCE=1" >&2; exit 1; }
+	npm ci --prefix $(CONFORMANCE) --no-audit --no-fund --loglevel=error
+	@touch $@
 
 .PHONY: interop-deps
 interop-deps: $(INTEROP_STAMP) ## install the pinned npm MCP servers the interop tests run

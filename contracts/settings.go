@@ -174,26 +174,60 @@ func (p *Protocol) UnmarshalJSON(data []byte) error {
 const (
 	GrantAuthorizationCode = "authorization_code"
 	GrantClientCredentials = "client_credentials"
+	// GrantCrossAppAccess is enterprise-managed authorization: an identity
+	// assertion from the owner's identity provider (kept in the vault) is
+	// exchanged there for an authorization grant (RFC 8693), which the
+	// server's authorization server turns into an access token (RFC 7523).
+	GrantCrossAppAccess = "cross_app_access"
+)
+
+// Token endpoint client authentication methods (RFC 7591 names).
+const (
+	AuthMethodClientSecretBasic = "client_secret_basic"
+	AuthMethodClientSecretPost  = "client_secret_post"
+	AuthMethodPrivateKeyJWT     = "private_key_jwt"
+	AuthMethodNone              = "none"
 )
 
 // OAuthSettings configures OAuth for an http or sse server. An empty object
-// means discovery and dynamic registration with the authorization-code flow.
+// (or no oauth at all) means discovery and registration (client ID metadata
+// document or dynamic registration) with the authorization-code flow.
 type OAuthSettings struct {
 	// ClientID is a pre-registered client; requires Issuer.
 	ClientID string `json:"clientId,omitempty"`
-	// Issuer is the authorization server's exact issuer URL (https, or
-	// loopback http with allowPrivateNetwork).
+	// Issuer is the authorization server's exact issuer URL (https, or http
+	// on the server's own host with allowPrivateNetwork).
 	Issuer string `json:"issuer,omitempty"`
-	// GrantType is authorization_code (default) or client_credentials; the
-	// latter requires ClientID and Issuer.
+	// GrantType is authorization_code (default), client_credentials or
+	// cross_app_access; the latter two require ClientID and Issuer.
 	GrantType string `json:"grantType,omitempty"`
 	// CallbackPort fixes the loopback callback port, 1024..65535. Default:
-	// a free port.
+	// a free port. authorization_code only.
 	CallbackPort int `json:"callbackPort,omitempty"`
 	// Scope is the space-separated scope to request.
 	Scope string `json:"scope,omitempty"`
 	// ClientMetadataURL is an https client ID metadata document URL.
 	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// TokenEndpointAuthMethod is how a pre-registered client authenticates
+	// at the token endpoint: client_secret_basic, client_secret_post,
+	// private_key_jwt or none. Default: private_key_jwt when a private key
+	// is stored, else what the authorization server's metadata supports
+	// (basic before post) when a client secret is stored, else none.
+	TokenEndpointAuthMethod string `json:"tokenEndpointAuthMethod,omitempty"`
+	// IdPTokenEndpoint is the identity provider's token endpoint, where the
+	// identity assertion is exchanged (cross_app_access only, required).
+	IdPTokenEndpoint string `json:"idpTokenEndpoint,omitempty"`
+	// IdPClientID is pikod's client id at the identity provider, sent with
+	// the exchange (cross_app_access only, optional).
+	IdPClientID string `json:"idpClientId,omitempty"`
+}
+
+// EffectiveGrantType returns GrantType with its default.
+func (o *OAuthSettings) EffectiveGrantType() string {
+	if o == nil || o.GrantType == "" {
+		return GrantAuthorizationCode
+	}
+	return o.GrantType
 }
 
 // IsEnabled reports Enabled with its default.

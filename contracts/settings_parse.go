@@ -601,7 +601,8 @@ func memberSet(v *jsonValue) map[string]struct{} {
 	return m
 }
 
-var oauthKeys = []string{"clientId", "issuer", "grantType", "callbackPort", "scope", "clientMetadataUrl"}
+var oauthKeys = []string{"clientId", "issuer", "grantType", "callbackPort", "scope", "clientMetadataUrl",
+	"tokenEndpointAuthMethod", "idpTokenEndpoint", "idpClientId"}
 
 func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 	if v.kind != kindObject {
@@ -623,6 +624,12 @@ func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 			o.Scope = w.str(f, v)
 		case "clientMetadataUrl":
 			o.ClientMetadataURL = w.str(f, v)
+		case "tokenEndpointAuthMethod":
+			o.TokenEndpointAuthMethod = w.str(f, v)
+		case "idpTokenEndpoint":
+			o.IdPTokenEndpoint = w.str(f, v)
+		case "idpClientId":
+			o.IdPClientID = w.str(f, v)
 		default:
 			w.unknownOf(key, f, oauthKeys)
 		}

@@ -249,7 +249,49 @@ func TestParseProblems(t *testing.T) {
 		{name: "oauth issuer http private non-loopback", edit: func(m tree) {
 			remote(m)["allowPrivateNetwork"] = true
 			oauth(m)["issuer"] = "http://10.0.0.5:9000"
-		}, server: "remote", field: "oauth.issuer", msg: "loopback"},
+		}, server: "remote", field: "oauth.issuer", msg: "own host"},
+		{name: "oauth issuer loopback on another host", edit: func(m tree) {
+			remote(m)["allowPrivateNetwork"] = true
+			remote(m)["url"] = "http://127.0.0.1:9000/mcp"
+			oauth(m)["issuer"] = "http://localhost:9001"
+		}, server: "remote", field: "oauth.issuer", msg: "own host"},
+		{name: "oauth grantType cross_app_access needs idpTokenEndpoint", edit: func(m tree) {
+			oauth(m)["grantType"] = "cross_app_access"
+			delete(oauth(m), "callbackPort")
+			delete(oauth(m), "clientMetadataUrl")
+		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "identity provider"},
+		{name: "oauth idpTokenEndpoint without cross_app_access", edit: func(m tree) {
+			oauth(m)["idpTokenEndpoint"] = "https://idp.example.com/token"
+		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "cross_app_access"},
+		{name: "oauth idpClientId without cross_app_access", edit: func(m tree) {
+			oauth(m)["idpClientId"] = "idp-client"
+		}, server: "remote", field: "oauth.idpClientId", msg: "cross_app_access"},
+		{name: "oauth idpTokenEndpoint http", edit: func(m tree) {
+			oauth(m)["grantType"] = "cross_app_access"
+			delete(oauth(m), "callbackPort")
+			delete(oauth(m), "clientMetadataUrl")
+			oauth(m)["idpTokenEndpoint"] = "http://idp.example.com/token"
+		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "https"},
+		{name: "oauth client_credentials callbackPort", edit: func(m tree) {
+			oauth(m)["grantType"] = "client_credentials"
+			delete(oauth(m), "clientMetadataUrl")
+		}, server: "remote", field: "oauth.callbackPort", msg: "authorization_code"},
+		{name: "oauth client_credentials clientMetadataUrl", edit: func(m tree) {
+			oauth(m)["grantType"] = "client_credentials"
+			delete(oauth(m), "callbackPort")
+		}, server: "remote", field: "oauth.clientMetadataUrl", msg: "authorization_code"},
+		{name: "oauth tokenEndpointAuthMethod unknown", edit: func(m tree) {
+			oauth(m)["tokenEndpointAuthMethod"] = "tls_client_auth"
+		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "private_key_jwt"},
+		{name: "oauth tokenEndpointAuthMethod none for client_credentials", edit: func(m tree) {
+			oauth(m)["grantType"] = "client_credentials"
+			delete(oauth(m), "callbackPort")
+			delete(oauth(m), "clientMetadataUrl")
+			oauth(m)["tokenEndpointAuthMethod"] = "none"
+		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "client authentication"},
+		{name: "oauth tokenEndpointAuthMethod without clientId", edit: func(m tree) {
+			remote(m)["oauth"] = tree{"tokenEndpointAuthMethod": "client_secret_post"}
+		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "pre-registered"},
 		{name: "oauth issuer loopback without allowPrivateNetwork", edit: func(m tree) { oauth(m)["issuer"] = "http://127.0.0.1:9000" }, server: "remote", field: "oauth.issuer"},
 		{name: "oauth issuer relative", edit: func(m tree) { oauth(m)["issuer"] = "auth.example.com" }, server: "remote", field: "oauth.issuer"},
 		{name: "oauth issuer query", edit: func(m tree) { oauth(m)["issuer"] = "https://auth.example.com?tenant=a" }, server: "remote", field: "oauth.issuer", msg: "query"},
@@ -476,17 +518,19 @@ func validConfigs() map[string]string {
 		return strings.Replace(s, after, after+` "protocol": {"pin": "2026-07-28"},`, 1)
 	}
 	return map[string]string{
-		"base":            baseSettings,
-		"learn":           learnExample,
-		"learn pinned":    pin(learnExample, `"enabled": true,`),
-		"local":           localExample,
-		"local pinned":    pin(localExample, `"enabled": true,`),
-		"empty servers":   `{"servers": []}`,
-		"bare version":    `{"servers": [{"id": "s", "transport": "sse", "url": "https://x.example/sse", "protocol": "2025-06-18"}]}`,
-		"auto":            `{"servers": [{"id": "s", "transport": "stdio", "command": "srv", "protocol": "auto"}]}`,
-		"private http":    `{"servers": [{"id": "lan", "transport": "http", "url": "http://192.168.1.5:8080/mcp", "allowPrivateNetwork": true}]}`,
-		"loopback issuer": `{"servers": [{"id": "dev", "transport": "http", "url": "http://127.0.0.1:9000/mcp", "allowPrivateNetwork": true, "oauth": {"clientId": "c", "issuer": "http://localhost:9001", "grantType": "client_credentials", "scope": "a b"}}]}`,
-		"empty oauth":     `{"servers": [{"id": "o", "transport": "http", "url": "https://x.example/mcp", "oauth": {}}]}`,
+		"base":             baseSettings,
+		"learn":            learnExample,
+		"learn pinned":     pin(learnExample, `"enabled": true,`),
+		"local":            localExample,
+		"local pinned":     pin(localExample, `"enabled": true,`),
+		"empty servers":    `{"servers": []}`,
+		"bare version":     `{"servers": [{"id": "s", "transport": "sse", "url": "https://x.example/sse", "protocol": "2025-06-18"}]}`,
+		"auto":             `{"servers": [{"id": "s", "transport": "stdio", "command": "srv", "protocol": "auto"}]}`,
+		"private http":     `{"servers": [{"id": "lan", "transport": "http", "url": "http://192.168.1.5:8080/mcp", "allowPrivateNetwork": true}]}`,
+		"loopback issuer":  `{"servers": [{"id": "dev", "transport": "http", "url": "http://127.0.0.1:9000/mcp", "allowPrivateNetwork": true, "oauth": {"clientId": "c", "issuer": "http://127.0.0.1:9001", "grantType": "client_credentials", "scope": "a b"}}]}`,
+		"cross app access": `{"servers": [{"id": "xaa", "transport": "http", "url": "http://localhost:9000/mcp", "allowPrivateNetwork": true, "oauth": {"clientId": "c", "issuer": "http://localhost:9001", "grantType": "cross_app_access", "idpTokenEndpoint": "http://localhost:9002/token", "idpClientId": "idp-c", "tokenEndpointAuthMethod": "client_secret_basic"}}]}`,
+		"private key jwt":  `{"servers": [{"id": "cc", "transport": "http", "url": "https://mcp.example.com/mcp", "oauth": {"clientId": "c", "issuer": "https://auth.example.com", "grantType": "client_credentials", "tokenEndpointAuthMethod": "private_key_jwt"}}]}`,
+		"empty oauth":      `{"servers": [{"id": "o", "transport": "http", "url": "https://x.example/mcp", "oauth": {}}]}`,
 		"ordinary args": `{"servers": [{"id": "fs", "transport": "stdio", "command": "npx",
 		  "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/Projects/ClientWebsite2024", "--token-file", "/run/secrets/t", "--no-auth", "--id", "123e4567-e89b-12d3-a456-426614174000"],
 		  "env": {"NODE_ENV": "production", "SSH_AUTH_SOCK": "/run/user/1000/ssh", "PUBLIC_KEY_PATH": "/etc/k.pub", "LANG": "en_US.UTF-8"}}]}`,

@@ -356,27 +356,31 @@ func secretHeader(name string) bool {
 
 func (c *checker) oauth(s *ServerSettings) {
 	o := s.OAuth
+	grant := o.EffectiveGrantType()
 	switch o.GrantType {
-	case "", GrantAuthorizationCode, GrantClientCredentials:
+	case "", GrantAuthorizationCode, GrantClientCredentials, GrantCrossAppAccess:
 	default:
-		c.add("oauth.grantType", "must be %s or %s", GrantAuthorizationCode, GrantClientCredentials)
+		c.add("oauth.grantType", "must be %s, %s or %s", GrantAuthorizationCode, GrantClientCredentials, GrantCrossAppAccess)
 	}
-	cc := o.GrantType == GrantClientCredentials
-	if cc && o.ClientID == "" {
-		c.add("oauth.clientId", "client_credentials requires clientId (the client secret goes to %q)", secretCommand(c.label))
+	noBrowser := grant == GrantClientCredentials || grant == GrantCrossAppAccess
+	if noBrowser && o.ClientID == "" {
+		c.add("oauth.clientId", "%s requires clientId (the client secret goes to %q)", grant, secretCommand(c.label))
+	}
+	// OAuth endpoints in settings follow the network rule of OAuth fetches:
+	// plaintext (and private addresses) only on the server's own host.
+	ownHost := urlRule{
+		allowHTTP: s.AllowPrivateNetwork && sameHost(o.Issuer, s.URL),
+		httpMsg:   "oauth.issuer must use https (http is allowed only on the MCP server's own host, with allowPrivateNetwork)",
 	}
 	if o.Issuer == "" {
 		switch {
-		case cc:
-			c.add("oauth.issuer", "client_credentials requires the authorization server's issuer URL")
+		case noBrowser:
+			c.add("oauth.issuer", "%s requires the authorization server's issuer URL (see 'pikoctl mcp auth %s --discover')", grant, c.label)
 		case o.ClientID != "":
-			c.add("oauth.issuer", "a pre-registered clientId requires the authorization server's issuer URL")
+			c.add("oauth.issuer", "a pre-registered clientId requires the authorization server's issuer URL (see 'pikoctl mcp auth %s --discover')", c.label)
 		}
 	} else {
-		u := c.url("oauth.issuer", o.Issuer, urlRule{
-			allowHTTP: s.AllowPrivateNetwork && loopbackURL(o.Issuer),
-			httpMsg:   "oauth.issuer must use https (http is allowed only for a loopback issuer with allowPrivateNetwork)",
-		})
+		u := c.url("oauth.issuer", o.Issuer, ownHost)
 		if u != nil && (u.RawQuery != "" || u.ForceQuery) {
 			c.add("oauth.issuer", "must not have a query: give the exact issuer URL")
 		}
@@ -387,6 +391,9 @@ func (c *checker) oauth(s *ServerSettings) {
 	if o.CallbackPort != 0 && (o.CallbackPort < 1024 || o.CallbackPort > 65535) {
 		c.add("oauth.callbackPort", "%s", callbackPortRange)
 	}
+	if o.CallbackPort != 0 && noBrowser {
+		c.add("oauth.callbackPort", "is used only by %s: %s needs no browser and no callback", GrantAuthorizationCode, grant)
+	}
 	if o.ClientMetadataURL != "" {
 		u := c.url("oauth.clientMetadataUrl", o.ClientMetadataURL, urlRule{
 			httpMsg: "oauth.clientMetadataUrl must use https",
@@ -394,10 +401,69 @@ func (c *checker) oauth(s *ServerSettings) {
 		if u != nil && (u.Path == "" || u.Path == "/") {
 			c.add("oauth.clientMetadataUrl", "must have a path: the client ID metadata document URL, https://host/path")
 		}
+		if noBrowser {
+			c.add("oauth.clientMetadataUrl", "is used only by %s (a client ID metadata document names a public client)", GrantAuthorizationCode)
+		}
 	}
 	if !validScope(o.Scope) {
 		c.add("oauth.scope", "must be space-separated scope tokens of printable ASCII, without '\"' or '\\'")
 	}
+	switch o.TokenEndpointAuthMethod {
+	case "", AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT:
+	case AuthMethodNone:
+		if noBrowser {
+			c.add("oauth.tokenEndpointAuthMethod", "%s needs client authentication: use %s, %s or %s", grant,
+				AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT)
+		}
+	default:
+		c.add("oauth.tokenEndpointAuthMethod", "must be %s, %s, %s or %s", AuthMethodClientSecretBasic,
+			AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT, AuthMethodNone)
+	}
+	if o.TokenEndpointAuthMethod != "" && o.ClientID == "" {
+		c.add("oauth.tokenEndpointAuthMethod", "applies to a pre-registered clientId: a registered client uses the method its registration names")
+	}
+	if grant == GrantCrossAppAccess {
+		if o.IdPTokenEndpoint == "" {
+			c.add("oauth.idpTokenEndpoint", "%s requires the identity provider's token endpoint URL", grant)
+		} else {
+			u := c.url("oauth.idpTokenEndpoint", o.IdPTokenEndpoint, urlRule{
+				allowHTTP: s.AllowPrivateNetwork && sameHost(o.IdPTokenEndpoint, s.URL),
+				httpMsg:   "oauth.idpTokenEndpoint must use https (http is allowed only on the MCP server's own host, with allowPrivateNetwork)",
+			})
+			if u != nil && (u.RawQuery != "" || u.ForceQuery) {
+				c.add("oauth.idpTokenEndpoint", "must not have a query: give the exact token endpoint URL")
+			}
+		}
+		if o.IdPClientID != "" && !printable(o.IdPClientID) {
+			c.add("oauth.idpClientId", "must be printable text without control characters")
+		}
+	} else {
+		if o.IdPTokenEndpoint != "" {
+			c.add("oauth.idpTokenEndpoint", "is used only with grantType %s", GrantCrossAppAccess)
+		}
+		if o.IdPClientID != "" {
+			c.add("oauth.idpClientId", "is used only with grantType %s", GrantCrossAppAccess)
+		}
+	}
+}
+
+// sameHost reports whether two URLs name the same host (the same name or
+// the same address literal, whatever the port and scheme). OAuth endpoints
+// on the MCP server's own host share its allowPrivateNetwork exception.
+func sameHost(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false
+	}
+	ub, err := url.Parse(b)
+	if err != nil {
+		return false
+	}
+	ha, hb := strings.ToLower(ua.Hostname()), strings.ToLower(ub.Hostname())
+	if ipa, ipb := net.ParseIP(ha), net.ParseIP(hb); ipa != nil && ipb != nil {
+		return ipa.Equal(ipb)
+	}
+	return ha != "" && ha == hb
 }
 
 // validScope follows RFC 6749 section 3.3: scope tokens of %x21 / %x23-5B /
@@ -420,19 +486,6 @@ func printable(s string) bool {
 		}
 	}
 	return true
-}
-
-func loopbackURL(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // urlRule says what one URL field allows beyond https.

@@ -74,6 +74,10 @@ type ServerStatus struct {
 	Credentials string `json:"credentials,omitempty"`
 	// CredentialGeneration counts changes to the server's credentials.
 	CredentialGeneration uint64 `json:"credentialGeneration,omitempty"`
+	// OAuth is the server's OAuth state (http and sse servers that use or
+	// may use OAuth); absent for stdio servers and servers whose stored
+	// credentials carry a static Authorization header.
+	OAuth *OAuthStatus `json:"oauth,omitempty"`
 	// Dropped counts what the server sent unasked past its budgets and
 	// pikod dropped, since pikod started or the server's settings last
 	// changed; absent when nothing was dropped.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
+	"github.com/pikod/pikod/mcpclient/oauth"
 	"github.com/pikod/pikod/rpc"
 	"github.com/pikod/pikod/vault"
 	"github.com/rs/zerolog"
@@ -28,6 +29,11 @@ type credRecord struct {
 	Env               map[string]string `json:"env,omitempty"`
 	Headers           map[string]string `json:"headers,omitempty"`
 	OAuthClientSecret string            `json:"oauthClientSecret,omitempty"`
+	// OAuthPrivateKey is a PEM private key for private_key_jwt.
+	OAuthPrivateKey string `json:"oauthPrivateKey,omitempty"`
+	// OAuthIdentityAssertion is the identity provider's assertion (an ID
+	// token) that cross_app_access exchanges.
+	OAuthIdentityAssertion string `json:"oauthIdentityAssertion,omitempty"`
 }
 
 func (r *credRecord) values() []string {
@@ -55,6 +61,20 @@ func (r *credRecord) fieldValues() map[string][]string {
 	}
 	if r.OAuthClientSecret != "" {
 		out["oauthClientSecret"] = []string{r.OAuthClientSecret}
+	}
+	if r.OAuthPrivateKey != "" {
+		vs := []string{r.OAuthPrivateKey}
+		// The key's base64 lines alone, as a log or an error might show
+		// them.
+		for line := range strings.SplitSeq(r.OAuthPrivateKey, "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "-----") {
+				vs = append(vs, line)
+			}
+		}
+		out["oauthPrivateKey"] = vs
+	}
+	if r.OAuthIdentityAssertion != "" {
+		out["oauthIdentityAssertion"] = []string{r.OAuthIdentityAssertion}
 	}
 	return out
 }
@@ -86,7 +106,7 @@ func unprotectedWarning(fields []string) string {
 }
 
 func (r *credRecord) empty() bool {
-	return len(r.Env) == 0 && len(r.Headers) == 0 && r.OAuthClientSecret == ""
+	return len(r.Env) == 0 && len(r.Headers) == 0 && r.OAuthClientSecret == "" && r.OAuthPrivateKey == "" && r.OAuthIdentityAssertion == ""
 }
 
 // identity is what credentials are bound to: the exact command, arguments,
@@ -136,9 +156,12 @@ type creds struct {
 	red *vault.Redactor
 	log zerolog.Logger
 
-	// mu guards recs and retired, and serialises changes.
+	// mu guards recs, oauthVals and retired, and serialises changes.
 	mu   sync.Mutex
 	recs map[string]*credRecord // nil value: known to be absent
+	// oauthVals are the secret values of each server's stored OAuth
+	// record (tokens, a registered client's secret), for redaction.
+	oauthVals map[string][]string
 	// retired holds values that were replaced or cleared: a connected
 	// server may still use them until it reconnects, so they stay in the
 	// redaction set for the daemon's lifetime.
@@ -199,6 +222,9 @@ func (c *creds) rebuildLocked() {
 			values = append(values, r.values()...)
 		}
 	}
+	for _, vs := range c.oauthVals {
+		values = append(values, vs...)
+	}
 	c.red.SetValues(values)
 }
 
@@ -221,7 +247,8 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 				"the stored credentials of %q were entered for a different command, arguments, working directory or URL; pikod will not send them to the new one", cfg.ID),
 			"enter them again with 'pikoctl mcp secret "+cfg.ID+"' (or '{}' to clear them)")
 	}
-	return mcpclient.Credentials{Env: rec.Env, Headers: rec.Headers}, nil
+	return mcpclient.Credentials{Env: rec.Env, Headers: rec.Headers, OAuthClientSecret: rec.OAuthClientSecret,
+		OAuthPrivateKey: rec.OAuthPrivateKey, OAuthIdentityAssertion: rec.OAuthIdentityAssertion}, nil
 }
 
 // state returns a server's credential state and generation for status.
@@ -327,10 +354,34 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any) (*credRe
 			} else {
 				rec.OAuthClientSecret = s
 			}
+		case k == "oauthPrivateKey" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil && cfg.OAuth.ClientID != "":
+			s, ok := v.(string)
+			if !ok || s == "" {
+				bad(k, "must be a non-empty string: a PEM private key")
+				continue
+			}
+			if _, _, err := oauth.ParsePrivateKey(s); err != nil {
+				// The parser's messages never quote the key.
+				bad(k, err.Error())
+				continue
+			}
+			rec.OAuthPrivateKey = s
+		case k == "oauthIdentityAssertion" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil &&
+			cfg.OAuth.GrantType == contracts.GrantCrossAppAccess:
+			s, ok := v.(string)
+			if !ok || s == "" || strings.ContainsAny(s, " \t\r\n\x00") {
+				bad(k, "must be the identity provider's assertion: one non-empty token without spaces")
+			} else {
+				rec.OAuthIdentityAssertion = s
+			}
+		case k == "oauthPrivateKey":
+			bad(k, "needs oauth with a pre-registered clientId in the server's settings (private_key_jwt)")
+		case k == "oauthIdentityAssertion":
+			bad(k, `needs oauth with "grantType": "cross_app_access" in the server's settings`)
 		case k == "env" || k == "headers" || k == "oauthClientSecret":
 			bad(k, fmt.Sprintf("does not fit a %s server%s", cfg.Transport, fitHint(cfg)))
 		default:
-			bad(k, `unknown field: use "env" (stdio), "headers" (http, sse) or "oauthClientSecret" (with oauth)`)
+			bad(k, `unknown field: use "env" (stdio), "headers" (http, sse), or with oauth "oauthClientSecret", "oauthPrivateKey", "oauthIdentityAssertion"`)
 		}
 	}
 	if len(problems) > 0 {
@@ -421,8 +472,11 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 	for k := range rec.Headers {
 		res.Fields = append(res.Fields, "headers."+k)
 	}
-	if rec.OAuthClientSecret != "" {
-		res.Fields = append(res.Fields, "oauthClientSecret")
+	for field, set := range map[string]bool{"oauthClientSecret": rec.OAuthClientSecret != "",
+		"oauthPrivateKey": rec.OAuthPrivateKey != "", "oauthIdentityAssertion": rec.OAuthIdentityAssertion != ""} {
+		if set {
+			res.Fields = append(res.Fields, field)
+		}
 	}
 	slices.Sort(res.Fields)
 	d.log.Info().Str("server", p.Server).Strs("fields", res.Fields).Uint64("generation", rec.Generation).Msg("credentials replaced")
@@ -447,6 +501,9 @@ func (d *daemon) vaultUnlock(_ context.Context, req *rpc.Request) (any, error) {
 	d.mu.Unlock()
 	if err := d.creds.loadAll(servers); err != nil {
 		d.log.Error().Err(err).Msg("reading credentials after unlock")
+	}
+	if err := d.creds.loadOAuth(servers); err != nil {
+		d.log.Error().Err(err).Msg("reading OAuth grants after unlock")
 	}
 	d.log.Info().Msg("vault unlocked")
 	return contracts.VaultUnlockResult{Vault: d.creds.v.Status()}, nil

@@ -39,6 +39,9 @@ type Config struct {
 	// Redactor receives the known credential values; cmd/pikod puts its
 	// log writers behind it. Nil makes a private one.
 	Redactor *vault.Redactor
+	// OAuthFlowLifetime bounds how long a browser sign-in waits for its
+	// callback; 0 means mcpclient.FlowLifetime (10 minutes).
+	OAuthFlowLifetime time.Duration
 }
 
 // DBPath returns the database file of a state directory.
@@ -154,9 +157,13 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	vs := v.Status()
 	log.Info().Str("backend", vs.Backend).Bool("locked", vs.Locked).Msg("vault open")
-	d.creds = &creds{v: v, red: cfg.Redactor, log: log.With().Str("component", "vault").Logger(), recs: map[string]*credRecord{}}
+	d.creds = &creds{v: v, red: cfg.Redactor, log: log.With().Str("component", "vault").Logger(), recs: map[string]*credRecord{},
+		oauthVals: map[string][]string{}}
 	if err := d.creds.loadAll(d.settings.Servers); err != nil {
 		log.Error().Err(err).Msg("reading stored credentials")
+	}
+	if err := d.creds.loadOAuth(d.settings.Servers); err != nil {
+		log.Error().Err(err).Msg("reading stored OAuth grants")
 	}
 	d.red = cfg.Redactor
 	gate, err := newOwnerGate(v, db, cfg.Redactor, log.With().Str("component", "approvals").Logger())
@@ -196,6 +203,9 @@ func Run(ctx context.Context, cfg Config) error {
 		// The session's own settings decide: identity is checked against
 		// what will actually run.
 		Credentials: d.creds.forServer,
+		// OAuth grants and registrations live in the vault too.
+		Grants:       grantStore{d.creds},
+		FlowLifetime: cfg.OAuthFlowLifetime,
 		// Grants cover pinned tool definitions (pikod.db pins/).
 		Pins: pinStore{db, cfg.Redactor},
 		// Text from servers is redacted before anything cuts it.

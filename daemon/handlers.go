@@ -40,6 +40,9 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodPassphrase:        d.gate.passphrase,
 		contracts.MethodMCPWatch:          d.watch,
 		contracts.MethodMCPLogging:        d.logging,
+		contracts.MethodMCPAuth:           d.auth,
+		contracts.MethodMCPAuthCancel:     d.authCancel,
+		contracts.MethodMCPLogout:         d.logout,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -179,6 +182,9 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 	// or removes; nothing new connects until asked or the next start.
 	if err := d.creds.loadAll(next.Servers); err != nil {
 		d.log.Error().Err(err).Msg("reading stored credentials")
+	}
+	if err := d.creds.loadOAuth(next.Servers); err != nil {
+		d.log.Error().Err(err).Msg("reading stored OAuth grants")
 	}
 	if disc := d.sup.Apply(next.Servers); len(disc) > 0 {
 		slices.Sort(disc)

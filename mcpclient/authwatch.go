@@ -41,20 +41,28 @@ type authWatch struct {
 
 func (a *authWatch) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.next.RoundTrip(req)
-	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+	var status int
+	var header []string
+	if ar, ok := asAuthRequired(err); ok && ar.status != 0 {
+		// The OAuth transport gave up on a 401 or 403 (it renews a
+		// refused token once before that).
+		status, header = ar.status, ar.header
+	} else if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return resp, err
+	} else {
+		status, header = resp.StatusCode, resp.Header.Values("WWW-Authenticate")
 	}
-	ch := &AuthChallenge{Status: resp.StatusCode, Method: req.Header.Get("Mcp-Method"), At: time.Now().UTC()}
+	ch := &AuthChallenge{Status: status, Method: req.Header.Get("Mcp-Method"), At: time.Now().UTC()}
 	if ch.Method == "" {
 		ch.Method = req.Method
 	}
-	ch.WWWAuthenticate = boundedChallenge(resp.Header.Values("WWW-Authenticate"))
+	ch.WWWAuthenticate = boundedChallenge(header)
 	a.mu.Lock()
 	if a.seen == nil {
 		a.seen = ch
 	}
 	a.mu.Unlock()
-	return resp, nil
+	return resp, err
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
@@ -105,10 +113,12 @@ func (s *session) needsAuth(ch *AuthChallenge) error {
 	if method == http.MethodGet {
 		method = "the event stream (GET)"
 	}
+	hint := "sign in with 'pikoctl mcp auth " + s.cfg.ID + "' (OAuth), or give it credentials with 'pikoctl mcp secret " +
+		s.cfg.ID + "' (for example an Authorization header), then 'pikoctl mcp connect " + s.cfg.ID + "'"
 	return &needsAuthError{challenge: *ch, err: contracts.WithHint(
 		contracts.Errorf(contracts.ErrPermissionDenied, "needs_auth",
 			"server %q needs authorization: it answered %s to %s", s.cfg.ID, what, s.sup.clean(method, 100)),
-		"give it credentials with 'pikoctl mcp secret "+s.cfg.ID+"' (for example an Authorization header), then 'pikoctl mcp connect "+s.cfg.ID+"'")}
+		hint)}
 }
 
 // AuthChallenge returns the refusal that left a server needs_auth: its

@@ -273,6 +273,9 @@ wait:
 		log.Info().Err(err).Msg("tool call answered with an unreadable result")
 		return nil, err
 	}
+	if sess.cfg.Transport != contracts.TransportStdio {
+		s.auth(sess.cfg.ID).callWentThrough()
+	}
 	log.Info().Bool("is_error", out.IsError).Bool("input_required", out.InputRequired).Bool("output_schema_mismatch", out.OutputSchemaError != "").
 		Int("result_bytes", len(ans.raw)).Msg("tool called")
 	return out, nil

@@ -121,6 +121,11 @@ type GuardConfig struct {
 	// http never goes to a public address. Every other origin stays
 	// https-only and public-only.
 	AllowPrivateNetwork bool
+	// SameHostAnyPort widens AllowPrivateNetwork from the origin to every
+	// port (and both schemes) of the origin's host: the client of a
+	// server's OAuth fetches, whose authorization server may listen on
+	// another port of the same host. Headers still go to the origin only.
+	SameHostAnyPort bool
 	// Headers are set on every request for the origin, replacing a value the
 	// caller set for the same name; they are removed from requests for any
 	// other origin. Hop-by-hop names, Host, Content-Length and
@@ -191,6 +196,7 @@ var refusedHeaders = map[string]bool{
 type guard struct {
 	origin       httpOrigin
 	allowPrivate bool
+	anyPort      bool
 	headers      http.Header
 	maxBody      int64
 	dialTimeout  time.Duration
@@ -256,6 +262,7 @@ func newGuard(cfg GuardConfig) (*guard, error) {
 	g := &guard{
 		origin:       originOf(u),
 		allowPrivate: cfg.AllowPrivateNetwork,
+		anyPort:      cfg.SameHostAnyPort,
 		headers:      make(http.Header, len(cfg.Headers)),
 		maxBody:      cfg.MaxBodyBytes,
 		dialTimeout:  orDefault(cfg.DialTimeout, DefaultDialTimeout),
@@ -339,13 +346,16 @@ func (g *guard) prepare(req *http.Request) (*http.Request, error) {
 		return nil, fmt.Errorf("sending request: no url: %w", contracts.ErrInvalidArgument)
 	}
 	same := g.sameOrigin(req.URL)
-	allowPrivate := same && g.allowPrivate
+	allowPrivate := (same || (g.anyPort && originOf(req.URL).host == g.origin.host)) && g.allowPrivate
 	switch strings.ToLower(req.URL.Scheme) {
 	case "https":
 	case "http":
 		if !allowPrivate {
 			hint := "set allowPrivateNetwork for this server to use http on its own origin"
-			if g.allowPrivate {
+			switch {
+			case g.allowPrivate && g.anyPort:
+				hint = "allowPrivateNetwork covers only this server's own host " + g.origin.host
+			case g.allowPrivate:
 				hint = "allowPrivateNetwork covers only this server's own origin " + g.origin.String()
 			}
 			return nil, &guardError{fmt.Sprintf("refusing %s: only https is allowed (%s)", withoutQuery(req.URL.String()), hint), ErrNotHTTPS}
@@ -443,7 +453,10 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 		switch {
 		case !public && !policy.allowPrivate:
 			hint := "set allowPrivateNetwork for this server to allow its own origin"
-			if g.allowPrivate {
+			switch {
+			case g.allowPrivate && g.anyPort:
+				hint = "allowPrivateNetwork covers only this server's own host " + g.origin.host
+			case g.allowPrivate:
 				hint = "allowPrivateNetwork covers only this server's own origin " + g.origin.String()
 			}
 			setupFailed(ctx)

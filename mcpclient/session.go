@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,8 @@ type setupCall struct {
 	cancel context.CancelFunc
 	conn   *conn
 	err    error
+	// staged is the grant this setup proves and commits (a sign-in), or nil.
+	staged *stagedGrant
 }
 
 // conn is one live connection.
@@ -89,6 +92,11 @@ type conn struct {
 	// replaced is set when setup replaced the client (reopen): the old
 	// one's loss is not the connection's.
 	replaced *atomic.Bool
+	// staged is the grant this connection proves before it is committed
+	// (a sign-in), or nil; live is set once the connection is the
+	// session's (an OAuth refusal then ends it, see noteRefusal).
+	staged *stagedGrant
+	live   atomic.Bool
 
 	// subs are the connection's resource subscriptions; listen, on a
 	// 2026-07-28 connection, its subscriptions/listen stream.
@@ -168,7 +176,7 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 		go func() {
 			defer s.sup.wg.Done()
 			defer cancel()
-			c, err := s.dial(setupCtx)
+			c, err := s.dial(setupCtx, nil)
 			s.finishSetup(call, c, err)
 		}()
 		s.mu.Unlock()
@@ -203,6 +211,7 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	if s.setup == call {
 		s.setup = nil
 	}
+	var replaced *conn
 	if err != nil {
 		if c != nil {
 			defer c.close()
@@ -214,21 +223,36 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 			if errors.As(err, &na) {
 				s.state = contracts.StateNeedsAuth
 				s.challenge = &na.challenge
+			} else if ar, ok := asAuthRequired(err); ok && !ar.permanent {
+				s.state = contracts.StateNeedsAuth
 			}
 		}
 		err = s.connectError(err)
 		s.log.Warn().Err(err).Msg("connect failed")
 	} else {
+		// A sign-in's connection replaces the one that ran with the old
+		// grant.
+		replaced = s.conn
 		// Generations are unique across daemon restarts too, so an action
 		// prepared before a restart can never match a later connection.
 		s.generation = s.sup.nextGeneration()
 		c.gen = s.generation
 		s.conn = c
+		c.live.Store(true)
 		s.state = contracts.StateConnected
 		s.lastErr = ""
 		s.challenge = nil
 		s.log.Info().Str("protocol", c.protocol).Str("server_name", c.info.Name).Uint64("generation", c.gen).
 			Int("tools", len(c.currentCatalog().Tools)).Msg("connected")
+	}
+	if replaced != nil {
+		why := "the connection was replaced by one with the new sign-in"
+		replaced.lost.CompareAndSwap(nil, &why)
+		s.sup.wg.Add(1)
+		go func() {
+			defer s.sup.wg.Done()
+			replaced.close()
+		}()
 	}
 	call.conn, call.err = c, err
 	if err != nil {
@@ -390,14 +414,114 @@ func (s *session) status() contracts.ServerStatus {
 
 const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
 
-// dial makes one connection: transport, handshake in the era the settings
-// ask for (see negotiate), the subscription stream of a 2026-07-28
-// connection, the complete catalog.
-func (s *session) dial(ctx context.Context) (*conn, error) {
+// dial makes one connection and, with staged, proves the staged grant
+// with it and commits the grant once the connection is up. A server that
+// refuses the connection for want of a token gets one first when its
+// grant needs no owner (client_credentials, cross_app_access).
+func (s *session) dial(ctx context.Context, staged *stagedGrant) (*conn, error) {
+	c, err := s.dialOnce(ctx, staged)
+	if staged == nil && needsToken(err) {
+		switch grantTypeOf(&s.cfg) {
+		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess:
+			e, eerr := s.sup.oauthEnv(&s.cfg)
+			if eerr != nil {
+				return nil, eerr
+			}
+			g, gerr := s.sup.acquireWithoutBrowser(ctx, e, s.sup.auth(s.cfg.ID).latestChallenge())
+			if gerr != nil {
+				return nil, gerr
+			}
+			staged = s.sup.auth(s.cfg.ID).stage(g, nil)
+			c, err = s.dialOnce(ctx, staged)
+		}
+	}
+	if err != nil || staged == nil {
+		return c, err
+	}
+	if err := staged.commit(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// needsToken reports whether a connect failed for want of a (valid)
+// token: a 401, or a 403 with a Bearer challenge, on the first requests.
+func needsToken(err error) bool {
+	var na *needsAuthError
+	if errors.As(err, &na) {
+		return true
+	}
+	ar, ok := asAuthRequired(err)
+	return ok && !ar.permanent
+}
+
+// connectStaged makes a new connection that proves a staged grant, and on
+// success commits the grant and makes the connection the session's (the
+// old one, if any, is closed). Until the commit the session keeps its old
+// connection and the old grant; ctx ending first cancels the setup.
+func (s *session) connectStaged(ctx context.Context, st *stagedGrant) (*conn, error) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "server_removed",
+			"server %q was reconfigured or removed while signing in; sign in again", s.cfg.ID)
+	}
+	if !s.cfg.IsEnabled() {
+		s.mu.Unlock()
+		return nil, contracts.WithHint(
+			contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
+			`set "enabled": true in its settings and configure again`)
+	}
+	if s.setup != nil {
+		// A plain connect in progress would use the old grant: this one
+		// takes its place (its callers are told it was canceled).
+		s.setup.cancel()
+	}
+	setupCtx, cancel := context.WithCancel(s.sup.ctx)
+	call := &setupCall{done: make(chan struct{}), cancel: cancel, staged: st}
+	s.setup = call
+	if s.conn == nil {
+		s.state = contracts.StateConnecting
+	}
+	s.sup.wg.Add(1)
+	go func() {
+		defer s.sup.wg.Done()
+		defer cancel()
+		c, err := s.dial(setupCtx, st)
+		s.finishSetup(call, c, err)
+	}()
+	s.mu.Unlock()
+	s.stateEvent()
+	select {
+	case <-call.done:
+		return call.conn, call.err
+	case <-ctx.Done():
+		s.mu.Lock()
+		if s.setup == call {
+			s.setup = nil
+			if s.conn == nil {
+				s.state = contracts.StateIdle
+			}
+		}
+		s.mu.Unlock()
+		call.cancel()
+		<-call.done
+		if call.err == nil {
+			return call.conn, nil
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// dialOnce makes one connection: transport, handshake in the era the
+// settings ask for (see negotiate), the subscription stream of a
+// 2026-07-28 connection, the complete catalog.
+func (s *session) dialOnce(ctx context.Context, staged *stagedGrant) (*conn, error) {
 	mode := s.cfg.ProtocolMode()
 	life, cancel := context.WithCancel(s.sup.ctx)
 	c := &conn{s: s, ctx: life, cancel: cancel, changed: make(chan struct{}, 1), catReady: make(chan struct{}),
-		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log)}
+		noise: newNoise(s.sup.opts.Budgets, &s.dropped, s.log), staged: staged}
 	c.listen = &listener{c: c}
 	ok := false
 	defer func() {
@@ -430,6 +554,11 @@ func (s *session) dial(ctx context.Context) (*conn, error) {
 		c.startListening(ctx)
 	}
 	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
+	if ch := c.auth.refusal(); ch != nil {
+		// The catalog requests were refused: the connection is not
+		// authorized after all.
+		return nil, s.needsAuth(ch)
+	}
 	if cat := c.currentCatalog(); !cat.Complete {
 		s.log.Warn().Str("problem", cat.Problem).Msg("catalog incomplete")
 	}
@@ -540,6 +669,19 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 			if err != nil {
 				return nil, err
 			}
+			if oauthFor(&s.cfg, creds) {
+				// The server's OAuth token on every request to its origin;
+				// a refused token renewed once (see authTransport).
+				u, err := url.Parse(s.cfg.URL)
+				if err != nil {
+					return nil, fmt.Errorf("parsing server url: %w", contracts.ErrInvalidArgument)
+				}
+				at := &authTransport{base: hc.Transport, origin: originOf(u), cfg: &s.cfg, auth: s.sup.auth(s.cfg.ID), onRefusal: c.noteRefusal}
+				if c.staged != nil {
+					at.staged.Store(c.staged)
+				}
+				hc.Transport = at
+			}
 			// 401 and 403 become errors in mcp-go that lose the
 			// challenge: the watch keeps it.
 			c.auth = &authWatch{next: hc.Transport}
@@ -560,6 +702,20 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 		return transport.NewStreamableHTTP(s.cfg.URL, opts...)
 	}
 	return nil, fmt.Errorf("unknown transport %q", s.cfg.Transport)
+}
+
+// noteRefusal hears the authorization refusals of the connection's
+// requests (see authTransport): the server's challenge is kept for the
+// next sign-in; a 401 on a live connection (a token that cannot be
+// renewed) ends it, since every later request would be refused too (the
+// legacy GET stream would ask again every second).
+func (c *conn) noteRefusal(ar *authRequired) {
+	if ar.status != 0 {
+		c.s.sup.auth(c.s.cfg.ID).noteChallenge(ar.challenge)
+	}
+	if c.live.Load() && !ar.challenge.InsufficientScope() {
+		c.s.lostConn(c, ar.Error(), contracts.StateNeedsAuth)
+	}
 }
 
 // watchedReader reports the first read error (EOF included) of the

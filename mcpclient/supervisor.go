@@ -44,6 +44,12 @@ type Options struct {
 	// session runs with; nil means none. An error
 	// fails the connect (a locked vault, credentials for another identity).
 	Credentials func(cfg *contracts.ServerSettings) (Credentials, error)
+	// Grants keeps each server's OAuth state (the vault); nil keeps it in
+	// memory only.
+	Grants GrantStore
+	// FlowLifetime bounds how long a browser sign-in waits for its
+	// callback; default (and at most) FlowLifetime.
+	FlowLifetime time.Duration
 	// Pins keeps the tool definitions grants cover; nil means grants are
 	// not pinned (every granted tool keeps its grant whatever its
 	// definition).
@@ -81,6 +87,14 @@ type Options struct {
 type Credentials struct {
 	Env     map[string]string
 	Headers map[string]string
+	// OAuthClientSecret, OAuthPrivateKey (PEM) and OAuthIdentityAssertion
+	// are the OAuth secrets the owner entered: a pre-registered client's
+	// secret or private_key_jwt key, and the identity provider's assertion
+	// for cross-app access. They go to the authorization server (and the
+	// identity provider) only, never to the MCP server.
+	OAuthClientSecret      string
+	OAuthPrivateKey        string
+	OAuthIdentityAssertion string
 }
 
 // Supervisor owns one session per configured server and every goroutine
@@ -105,6 +119,8 @@ type Supervisor struct {
 	sessions map[string]*session
 	order    []string
 	closed   bool
+	// auths holds each server's OAuth state, by id; it outlives sessions.
+	auths map[string]*authState
 	// procs holds every process started and not yet fully stopped,
 	// whatever became of its session: the orphan sweep must never take
 	// one of them for an orphan.
@@ -122,6 +138,9 @@ func NewSupervisor(opts Options) *Supervisor {
 	if opts.PATH == "" {
 		opts.PATH = "/usr/local/bin:/usr/bin:/bin"
 	}
+	if opts.FlowLifetime <= 0 || opts.FlowLifetime > FlowLifetime {
+		opts.FlowLifetime = FlowLifetime
+	}
 	if opts.MaxPerServer <= 0 {
 		opts.MaxPerServer = DefaultMaxPerServer
 	}
@@ -130,6 +149,7 @@ func NewSupervisor(opts Options) *Supervisor {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Supervisor{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, sessions: map[string]*session{}, procs: map[*proc.Process]struct{}{},
+		auths:    map[string]*authState{},
 		inflight: make(chan struct{}, opts.MaxInFlight)}
 	s.schemas = NewSchemaCache(1024)
 	s.schemas.redact = opts.Redact
@@ -209,6 +229,13 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []s
 	for id, old := range s.sessions {
 		if next[id] != old {
 			stop = append(stop, old)
+			if a, ok := s.auths[id]; ok {
+				// The challenge and the step-up count were about the old
+				// settings; the grant stays, and its binding decides.
+				a.mu.Lock()
+				a.challenge, a.stepUps, a.futile = nil, 0, false
+				a.mu.Unlock()
+			}
 		}
 	}
 	s.sessions, s.order = next, order
@@ -354,6 +381,9 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 // the server, only the server's own error answer is a definite failure:
 // anything else leaves the outcome unknown.
 func (s *Supervisor) requestError(sess *session, c *conn, what string, err error) error {
+	if ar, ok := asAuthRequired(err); ok {
+		return s.authRefused(sess, what, ar, notSentRequest(err))
+	}
 	if u, ok := isUpstream(err); ok {
 		return &upstreamErr{what: what, code: u.Code, message: s.clean(u.Message, 1000)}
 	}
@@ -385,6 +415,27 @@ func (s *Supervisor) requestError(sess *session, c *conn, what string, err error
 		contracts.WithReason(fmt.Errorf("%s on %q failed after it was sent (%s); the outcome is unknown and pikod will not retry it: %w",
 			what, sess.cfg.ID, s.clean(err.Error(), 1000), contracts.ErrOutcomeUnknown), "connection_lost_outcome_unknown"),
 		"check the server for the effect before asking again; 'pikoctl mcp status "+sess.cfg.ID+"' shows why the connection ended")
+}
+
+// authRefused reports a request the server refused for want of
+// authorization (it did not run it), or that pikod did not send because
+// no usable token exists. An insufficient_scope refusal whose scope the
+// grant already holds is permanent: signing in again would not help.
+func (s *Supervisor) authRefused(sess *session, what string, ar *authRequired, unsent bool) error {
+	if ar.challenge.InsufficientScope() && ar.challenge.Scope != "" {
+		a := s.auth(sess.cfg.ID)
+		a.mu.Lock()
+		if g, _ := a.grantLocked(&sess.cfg); g != nil && covers(g.scopeSet(), ar.challenge.Scope) {
+			ar.permanent = true
+			a.futile = true
+		}
+		a.mu.Unlock()
+	}
+	err := fmt.Errorf("%s on %q was refused: %w", what, sess.cfg.ID, ar)
+	if unsent {
+		return contracts.MarkNotSent(err)
+	}
+	return err
 }
 
 // unsentError reports a request that provably never left pikod. A
@@ -447,7 +498,7 @@ func (s *Supervisor) Status(id string) ([]contracts.ServerStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []contracts.ServerStatus{sess.status()}, nil
+		return []contracts.ServerStatus{s.withOAuth(sess, sess.status())}, nil
 	}
 	s.mu.Lock()
 	sessions := make([]*session, 0, len(s.order))
@@ -457,9 +508,26 @@ func (s *Supervisor) Status(id string) ([]contracts.ServerStatus, error) {
 	s.mu.Unlock()
 	out := make([]contracts.ServerStatus, 0, len(sessions))
 	for _, sess := range sessions {
-		out = append(out, sess.status())
+		out = append(out, s.withOAuth(sess, sess.status()))
 	}
 	return out, nil
+}
+
+// withOAuth adds the server's OAuth state to its status, for the servers
+// OAuth applies to.
+func (s *Supervisor) withOAuth(sess *session, st contracts.ServerStatus) contracts.ServerStatus {
+	cfg := &sess.cfg
+	if cfg.Transport != contracts.TransportHTTP && cfg.Transport != contracts.TransportSSE {
+		return st
+	}
+	if s.opts.Credentials != nil {
+		creds, err := s.opts.Credentials(cfg)
+		if err == nil && !oauthFor(cfg, creds) {
+			return st
+		}
+	}
+	st.OAuth = s.auth(cfg.ID).status(cfg)
+	return st
 }
 
 // Generation returns the connection generation of a server (0 when not

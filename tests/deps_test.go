@@ -21,15 +21,24 @@ var importRules = map[string]struct {
 }{
 	"contracts":   {},
 	"rpc":         {own: []string{"contracts"}, thirdParty: []string{"github.com/sourcegraph/jsonrpc2", "github.com/rs/zerolog", "golang.org/x/sys", "github.com/mattn/go-colorable", "github.com/mattn/go-isatty"}},
-	"mcpclient":   {own: []string{"contracts", "mcpclient/proc"}, anyThird: true},
+	"mcpclient":   {own: []string{"contracts", "mcpclient/proc", "mcpclient/oauth"}, anyThird: true},
 	"vault":       {own: []string{"contracts"}, anyThird: true},
 	"approvals":   {own: []string{"contracts"}, anyThird: true},
 	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
 	"cmd/pikod":   {own: []string{"contracts", "daemon", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
 	"cmd/pikoctl": {own: []string{"contracts", "rpc"}, anyThird: true},
 
+	// The OAuth protocol pieces know nothing of sessions or the SDK.
+	"mcpclient/oauth": {own: []string{"contracts"}, thirdParty: []string{"golang.org/x/oauth2"}},
+
 	// Process supervision knows nothing of MCP: no SDK, no other package.
 	"mcpclient/proc": {own: []string{"contracts"}, thirdParty: []string{"github.com/rs/zerolog", "golang.org/x/sys", "github.com/mattn/go-colorable", "github.com/mattn/go-isatty"}},
+
+	// The conformance adapter is pikod's owner, not a client of its own:
+	// it drives pikoctl and reads the wire's types, and must not link an
+	// MCP or OAuth library or pikod's protocol code.
+	"tests/conformance/adapter": {own: []string{"contracts"}, thirdParty: []string{"github.com/creack/pty"}},
+	"tests/conformance/runner":  {},
 }
 
 type listedPackage struct {
@@ -95,7 +104,7 @@ func hasPrefix(path string, prefixes []string) bool {
 // owns and what it may not import.
 func TestPackageDocs(t *testing.T) {
 	root := depsModuleRoot(t)
-	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "vault", "approvals", "daemon", "tests"} {
+	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "mcpclient/oauth", "vault", "approvals", "daemon", "tests"} {
 		b, err := os.ReadFile(filepath.Join(root, dir, "doc.go"))
 		if err != nil {
 			t.Errorf("%s has no doc.go: %v", dir, err)

@@ -372,7 +372,8 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPActionsApprove, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
 			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
 			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
-			contracts.MethodMCPWatch, contracts.MethodMCPLogging}
+			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
+			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name

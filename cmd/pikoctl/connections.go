@@ -177,6 +177,9 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 		}
 		fmt.Fprintf(w, "credentials: %s\n", line)
 	}
+	if o := s.OAuth; o != nil {
+		writeOAuthStatus(w, s.ID, o)
+	}
 	if s.ExitStatus != "" {
 		fmt.Fprintf(w, "last exit:  %s\n", clean(s.ExitStatus))
 	}
@@ -197,6 +200,29 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 		for _, line := range strings.Split(strings.TrimRight(s.StderrTail, "\n"), "\n") {
 			fmt.Fprintf(w, "  | %s\n", clean(line))
 		}
+	}
+}
+
+// writeOAuthStatus prints a server's OAuth state.
+func writeOAuthStatus(w *errWriter, id string, o *contracts.OAuthStatus) {
+	line := clean(o.GrantType) + ", grant " + clean(o.Grant)
+	switch o.Grant {
+	case "none":
+		line += " (sign in with 'pikoctl mcp auth " + clean(id) + "')"
+	case "stale":
+		line += " (made for other settings: not used; sign in again with 'pikoctl mcp auth " + clean(id) + "')"
+	case "unknown":
+		line += " (the vault is locked or not answering)"
+	}
+	fmt.Fprintf(w, "oauth:      %s\n", line)
+	if g := o.Info; g != nil {
+		writeGrant(w, "  ", g)
+	}
+	if p := o.Pending; p != nil {
+		fmt.Fprintf(w, "  sign-in pending until %s ('pikoctl mcp auth %s --wait', or 'pikoctl mcp cancel %s')\n", clean(p.ExpiresAt), clean(id), clean(id))
+	}
+	if o.RequiredScope != "" {
+		fmt.Fprintf(w, "  the server asks for scope: %s\n", clean(o.RequiredScope))
 	}
 }
 

@@ -24,6 +24,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newTrustCmds()...)
 	mcp.AddCommand(a.newSecretCmd())
 	mcp.AddCommand(a.newEventCmds()...)
+	mcp.AddCommand(a.newAuthCmds()...)
 	return mcp
 }
 

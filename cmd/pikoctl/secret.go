@@ -41,6 +41,9 @@ func (a *app) newSecretCmd() *cobra.Command {
   stdio servers:   {"env":{"NAME":"VALUE"}}
   http/sse:        {"headers":{"Authorization":"Bearer VALUE"}}
   with oauth:      {"oauthClientSecret":"VALUE"}
+                   {"oauthPrivateKey":"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n"}
+                     (private_key_jwt, with oauth.clientId; pipe it, the prompt reads one line)
+                   {"oauthIdentityAssertion":"ID TOKEN"} (grantType cross_app_access)
 
 Pipe it on stdin, or type it at the masked prompt (nothing is echoed; an
 empty line keeps what is stored). {} clears the stored credentials. The

@@ -18,6 +18,7 @@ import (
 	"a.pikod.internal/busenv"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/daemon"
+	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/pikod/pikod/vault"
 	"github.com/rs/zerolog"
@@ -49,6 +50,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	stateFlag := fs.String("state-dir", "", "state directory (env "+contracts.EnvStateDir+")")
 	levelFlag := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	vaultFlag := fs.String("vault", "", "credential vault: auto, keychain, secret-service, file or file-unlock (env PIKO_VAULT, default auto)")
+	flowFlag := fs.Duration("oauth-flow-lifetime", mcpclient.FlowLifetime, "how long an OAuth browser sign-in waits for its callback (1s to 10m)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pikod [flags]\n\npikod supervises MCP servers for its owner; pikoctl talks to it.\n\n")
@@ -67,6 +69,10 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	if *showVersion {
 		fmt.Printf("pikod %s (api %s)\n", version, contracts.APIVersion)
 		return 0
+	}
+	if *flowFlag < time.Second || *flowFlag > mcpclient.FlowLifetime {
+		fmt.Fprintf(stderr, "pikod: invalid --oauth-flow-lifetime %s: use 1s to %s\n", *flowFlag, mcpclient.FlowLifetime)
+		return 2
 	}
 	level, err := zerolog.ParseLevel(*levelFlag)
 	if err != nil || *levelFlag == "" {
@@ -152,7 +158,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	}()
 
 	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
-		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red})
+		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag})
 	if err != nil {
 		log.Error().Err(err).Msg("pikod stopped")
 		fmt.Fprintf(stderr, "pikod: %v\n", err)

@@ -1,0 +1,316 @@
+package mcpclient
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/oauth"
+)
+
+// oauthEnv is what one OAuth operation of a server needs: its settings,
+// its secrets, and a client for OAuth fetches that follows the network
+// policy: every request through the guard (https and public addresses;
+// plaintext and private addresses only on the MCP server's own host when
+// its entry has allowPrivateNetwork), no redirects, bounded bodies, and
+// none of the server's configured headers.
+type oauthEnv struct {
+	cfg    *contracts.ServerSettings
+	creds  Credentials
+	client *oauth.Client
+}
+
+func (s *Supervisor) oauthEnv(cfg *contracts.ServerSettings) (*oauthEnv, error) {
+	var creds Credentials
+	if s.opts.Credentials != nil {
+		var err error
+		if creds, err = s.opts.Credentials(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if !oauthFor(cfg, creds) {
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_not_applicable",
+			"server %q does not use OAuth: it is a %s server, or its stored credentials carry a static Authorization header", cfg.ID, cfg.Transport),
+			"for OAuth, clear the static header with 'pikoctl mcp secret "+cfg.ID+"'")
+	}
+	hc, err := NewGuardedClient(GuardConfig{
+		URL: cfg.URL, AllowPrivateNetwork: cfg.AllowPrivateNetwork, SameHostAnyPort: true,
+		MaxBodyBytes: oauth.MaxDocumentBytes + 1, Resolver: s.opts.Resolver,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &oauthEnv{cfg: cfg, creds: creds, client: &oauth.Client{HTTP: hc, UserAgent: "pikod/" + s.opts.ClientVersion}}, nil
+}
+
+func (e *oauthEnv) settings() contracts.OAuthSettings {
+	if e.cfg.OAuth == nil {
+		return contracts.OAuthSettings{}
+	}
+	return *e.cfg.OAuth
+}
+
+// privateKey parses the stored private key, if any.
+func (e *oauthEnv) privateKey() (crypto.Signer, string, error) {
+	if e.creds.OAuthPrivateKey == "" {
+		return nil, "", nil
+	}
+	key, alg, err := oauth.ParsePrivateKey(e.creds.OAuthPrivateKey)
+	if err != nil {
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_private_key",
+			"the stored oauthPrivateKey of %q %v", e.cfg.ID, err),
+			"store a PEM private key with 'pikoctl mcp secret "+e.cfg.ID+"'")
+	}
+	return key, alg, nil
+}
+
+// settingsClient is the client authentication of the pre-registered
+// client the settings name (clientId), at the authorization server md.
+func (e *oauthEnv) settingsClient(md *oauth.ServerMetadata) (oauth.ClientAuth, error) {
+	o := e.settings()
+	key, alg, err := e.privateKey()
+	if err != nil {
+		return oauth.ClientAuth{}, err
+	}
+	method := oauth.ChooseAuthMethod(o.TokenEndpointAuthMethod, e.creds.OAuthClientSecret != "", key != nil, md.TokenEndpointAuthMethodsSupported)
+	auth := oauth.ClientAuth{ClientID: o.ClientID, Method: method, Secret: e.creds.OAuthClientSecret, Audience: md.Issuer}
+	if method == contracts.AuthMethodPrivateKeyJWT {
+		if key == nil {
+			return auth, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_private_key",
+				"server %q uses private_key_jwt, but no oauthPrivateKey is stored", e.cfg.ID),
+				`store it with 'pikoctl mcp secret `+e.cfg.ID+`' as {"oauthPrivateKey":"-----BEGIN PRIVATE KEY-----..."}`)
+		}
+		if algs := md.TokenEndpointAuthSigningAlgValuesSupported; len(algs) > 0 && !slices.Contains(algs, alg) {
+			return auth, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg",
+				"the stored private key signs with %s, but the authorization server accepts %s", alg, strings.Join(algs, ", "))
+		}
+		auth.Key, auth.Alg = key, alg
+	}
+	return auth, nil
+}
+
+// grantClient rebuilds the client authentication a stored grant was made
+// with, for its renewal.
+func (s *Supervisor) grantClient(e *oauthEnv, g *StoredGrant, rec *OAuthRecord) (oauth.ClientAuth, error) {
+	auth := oauth.ClientAuth{ClientID: g.ClientID, Method: g.AuthMethod, Audience: g.Issuer}
+	switch g.Registration {
+	case regSettings:
+		auth.Secret = e.creds.OAuthClientSecret
+		if g.AuthMethod == contracts.AuthMethodPrivateKeyJWT {
+			key, alg, err := e.privateKey()
+			if err != nil {
+				return auth, err
+			}
+			auth.Key, auth.Alg = key, alg
+		}
+	case regDynamic:
+		// Only the registration of the grant's own issuer: a client
+		// registered elsewhere never goes to this server.
+		if rec != nil && rec.Registration != nil && rec.Registration.Issuer == g.Issuer && rec.Registration.ClientID == g.ClientID {
+			auth.Secret = rec.Registration.ClientSecret
+		}
+	}
+	return auth, nil
+}
+
+// renewGrant gets a new token for g without the owner: a refresh, or a
+// new client_credentials or cross-app grant.
+func (s *Supervisor) renewGrant(ctx context.Context, cfg *contracts.ServerSettings, g *StoredGrant) (*StoredGrant, error) {
+	e, err := s.oauthEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if g.RefreshToken == "" {
+		d := &oauth.Discovery{Resource: g.Resource, AuthorizationServer: g.Issuer,
+			Metadata: oauth.ServerMetadata{Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint,
+				TokenEndpointAuthSigningAlgValuesSupported: g.SigningAlgs}}
+		switch g.GrantType {
+		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess:
+			auth, err := s.grantClient(e, g, nil)
+			if err != nil {
+				return nil, err
+			}
+			return s.grantWithoutBrowser(ctx, e, d, g.RequestedScope, &auth)
+		}
+		return nil, fmt.Errorf("the grant of %q has no refresh token: %w", cfg.ID, contracts.ErrFailedPrecondition)
+	}
+	a := s.auth(cfg.ID)
+	a.mu.Lock()
+	rec := a.rec.clone()
+	a.mu.Unlock()
+	auth, err := s.grantClient(e, g, rec)
+	if err != nil {
+		return nil, err
+	}
+	form := url.Values{"grant_type": {oauth.GrantTypeRefreshToken}, "refresh_token": {g.RefreshToken}}
+	if g.Resource != "" {
+		form.Set("resource", g.Resource)
+	}
+	resp, err := e.client.Token(ctx, g.TokenEndpoint, form, auth, true)
+	if err != nil {
+		return nil, err
+	}
+	next := *g
+	next.AccessToken = resp.AccessToken
+	if resp.RefreshToken != "" {
+		// Rotation: the old refresh token is spent.
+		next.RefreshToken = resp.RefreshToken
+	}
+	if resp.Scope != "" {
+		next.Scope = resp.Scope
+	}
+	next.ObtainedAt = time.Now()
+	next.ExpiresAt = time.Time{}
+	if resp.ExpiresIn > 0 {
+		next.ExpiresAt = next.ObtainedAt.Add(resp.ExpiresIn)
+	}
+	return &next, nil
+}
+
+// newGrant builds the StoredGrant of a token response.
+func newGrant(cfg *contracts.ServerSettings, grantType string, d *oauth.Discovery, auth oauth.ClientAuth, registration, scope string, resp *oauth.TokenResponse) *StoredGrant {
+	g := &StoredGrant{
+		Binding: grantBinding(cfg), GrantType: grantType, Issuer: d.Metadata.Issuer, Resource: d.Resource,
+		TokenEndpoint: d.Metadata.TokenEndpoint, ClientID: auth.ClientID, AuthMethod: auth.Method, Registration: registration,
+		SigningAlgs: d.Metadata.TokenEndpointAuthSigningAlgValuesSupported,
+		AccessToken: resp.AccessToken, RefreshToken: resp.RefreshToken, Scope: resp.Scope, RequestedScope: scope,
+		ObtainedAt: time.Now(),
+	}
+	if resp.ExpiresIn > 0 {
+		g.ExpiresAt = g.ObtainedAt.Add(resp.ExpiresIn)
+	}
+	return g
+}
+
+// grantWithoutBrowser runs client_credentials, or the cross-app access
+// exchange (RFC 8693 at the identity provider, then RFC 7523 at the
+// authorization server).
+func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oauth.Discovery, scope string, known *oauth.ClientAuth) (*StoredGrant, error) {
+	o := e.settings()
+	var auth oauth.ClientAuth
+	if known != nil {
+		auth = *known
+	} else {
+		var err error
+		if auth, err = e.settingsClient(&d.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	grant := o.EffectiveGrantType()
+	form := url.Values{}
+	switch grant {
+	case contracts.GrantClientCredentials:
+		form.Set("grant_type", contracts.GrantClientCredentials)
+	case contracts.GrantCrossAppAccess:
+		jag, err := s.identityGrant(ctx, e, d, scope)
+		if err != nil {
+			return nil, err
+		}
+		form.Set("grant_type", oauth.GrantTypeJWTBearer)
+		form.Set("assertion", jag)
+	default:
+		return nil, fmt.Errorf("grant type %q needs the browser: %w", grant, contracts.ErrFailedPrecondition)
+	}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	if d.Resource != "" {
+		form.Set("resource", d.Resource)
+	}
+	resp, err := e.client.Token(ctx, d.Metadata.TokenEndpoint, form, auth, true)
+	if err != nil {
+		return nil, fmt.Errorf("getting a %s token for %q: %w", grant, e.cfg.ID, err)
+	}
+	return newGrant(e.cfg, grant, d, auth, regSettings, scope, resp), nil
+}
+
+// identityGrant exchanges the owner's identity assertion at the identity
+// provider for an identity assertion authorization grant (ID-JAG) for the
+// authorization server d.Metadata.Issuer and the resource d.Resource.
+func (s *Supervisor) identityGrant(ctx context.Context, e *oauthEnv, d *oauth.Discovery, scope string) (string, error) {
+	o := e.settings()
+	if e.creds.OAuthIdentityAssertion == "" {
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_identity_assertion",
+			"cross_app_access for %q needs the identity assertion from the identity provider, and none is stored", e.cfg.ID),
+			`store it with 'pikoctl mcp secret `+e.cfg.ID+`' as {"oauthIdentityAssertion":"..."} (with the other OAuth secrets)`)
+	}
+	form := url.Values{
+		"grant_type":           {oauth.GrantTypeTokenExchange},
+		"requested_token_type": {oauth.TokenTypeIDJAG},
+		"audience":             {d.Metadata.Issuer},
+		"subject_token":        {e.creds.OAuthIdentityAssertion},
+		"subject_token_type":   {oauth.TokenTypeIDToken},
+	}
+	if d.Resource != "" {
+		form.Set("resource", d.Resource)
+	}
+	if scope != "" {
+		form.Set("scope", scope)
+	}
+	auth := oauth.ClientAuth{ClientID: o.IdPClientID, Method: contracts.AuthMethodNone}
+	resp, err := e.client.Token(ctx, o.IdPTokenEndpoint, form, auth, false)
+	if err != nil {
+		return "", fmt.Errorf("exchanging the identity assertion at the identity provider: %w", err)
+	}
+	if resp.IssuedTokenType != oauth.TokenTypeIDJAG {
+		return "", contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+			"the identity provider issued %q instead of an identity assertion authorization grant", contracts.SafeText(resp.IssuedTokenType, contracts.OneLine, 80))
+	}
+	return resp.AccessToken, nil
+}
+
+// selectScope applies the MCP scope selection strategy: the settings'
+// scope; else the challenge's; else the protected resource's
+// scopes_supported; else none. offline_access is added for the
+// authorization-code flow when the authorization server lists it (and
+// scopes were chosen from the server, not the settings). For a step-up
+// (insufficient_scope) the challenged scope joins what was asked before.
+func selectScope(cfg *contracts.ServerSettings, d *oauth.Discovery, ch *oauth.Challenge, prior string, browser bool) string {
+	var scopes []string
+	explicit := cfg.OAuth != nil && cfg.OAuth.Scope != ""
+	switch {
+	case explicit:
+		scopes = strings.Fields(cfg.OAuth.Scope)
+	case ch != nil && ch.Scope != "":
+		scopes = strings.Fields(ch.Scope)
+		if ch.InsufficientScope() {
+			scopes = union(strings.Fields(prior), scopes)
+		}
+	case d.Protected != nil && len(d.Protected.ScopesSupported) > 0:
+		scopes = slices.Clone(d.Protected.ScopesSupported)
+	}
+	if browser && !explicit && len(scopes) > 0 && slices.Contains(d.Metadata.ScopesSupported, "offline_access") {
+		scopes = union(scopes, []string{"offline_access"})
+	}
+	return strings.Join(scopes, " ")
+}
+
+// union is a then the members of b not in a, in order, without repeats.
+func union(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, list := range [][]string{a, b} {
+		for _, v := range list {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// covers reports whether have holds every scope of want.
+func covers(have []string, want string) bool {
+	for _, w := range strings.Fields(want) {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// instance is the temporary pikod the adapter starts for one scenario: its
+// own state directory and socket under dir, the file vault, no session bus,
+// output to files in the log directory.
+type instance struct {
+	pikod, pikoctl string
+	dir            string
+	socket         string
+	stateDir       string
+	env            []string
+	log            *logger
+	cmd            *exec.Cmd
+	waited         chan struct{}
+	// stderrPath receives pikod's stderr (readable lines, race reports).
+	stderrPath string
+}
+
+// start starts pikod and waits until it answers on its socket.
+func (in *instance) start(ctx context.Context) error {
+	in.socket = filepath.Join(in.dir, "s.sock")
+	in.stateDir = filepath.Join(in.dir, "state")
+	home := filepath.Join(in.dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	in.env = []string{
+		"PATH=" + path,
+		"HOME=" + home,
+		"TMPDIR=" + in.dir,
+		"LANG=C.UTF-8",
+		"DBUS_SESSION_BUS_ADDRESS=disabled:",
+	}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		in.env = append(in.env, "GORACE="+v)
+	}
+	// Never the inherited stdout and stderr: the suite waits for those
+	// pipes to close, and a pikod holding them would hold it.
+	out, err := os.OpenFile(in.stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	in.cmd = exec.Command(in.pikod, "--state-dir", in.stateDir, "--socket", in.socket,
+		"--vault", "file", "--log-level", "debug")
+	in.cmd.Env = in.env
+	in.cmd.Stdin = nil
+	in.cmd.Stdout = out
+	in.cmd.Stderr = out
+	in.cmd.Dir = in.dir
+	// Its own process group: a signal meant for the suite's group never
+	// reaches it, and the adapter alone decides when it stops.
+	in.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := in.cmd.Start(); err != nil {
+		return fmt.Errorf("starting pikod: %w", err)
+	}
+	in.waited = make(chan struct{})
+	go func() {
+		_ = in.cmd.Wait()
+		close(in.waited)
+	}()
+	in.log.printf("pikod pid %d, state %s, socket %s", in.cmd.Process.Pid, in.stateDir, in.socket)
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := in.ctl(ctx, nil, "version")
+		if r.code == 0 {
+			in.log.printf("pikod ready: %s", firstLineOf(r.stdout))
+			return nil
+		}
+		select {
+		case <-in.waited:
+			return fmt.Errorf("pikod exited at start (%s); its stderr is in %s", in.cmd.ProcessState, in.stderrPath)
+		default:
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("pikod did not answer on %s: %s", in.socket, strings.TrimSpace(r.stderr))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop ends pikod by its pid: SIGTERM, then SIGKILL after 5 s. It copies
+// pikod's JSON log next to the adapter's before the directory goes.
+func (in *instance) stop(logCopy string) {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return
+	}
+	_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-in.waited:
+		in.log.printf("pikod stopped: %s", in.cmd.ProcessState)
+	case <-time.After(5 * time.Second):
+		in.log.printf("pikod did not stop within 5s of SIGTERM: killing pid %d", in.cmd.Process.Pid)
+		_ = in.cmd.Process.Kill()
+		<-in.waited
+	}
+	if logCopy != "" {
+		if b, err := os.ReadFile(filepath.Join(in.stateDir, "pikod.log")); err == nil {
+			_ = os.WriteFile(logCopy, b, 0o600)
+		}
+	}
+}
+
+// result is one finished pikoctl run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// ctl runs pikoctl on the instance's socket with stdin (nil: none) and
+// waits for it.
+func (in *instance) ctl(ctx context.Context, stdin []byte, args ...string) result {
+	cmd := exec.CommandContext(ctx, in.pikoctl, append([]string{"--socket", in.socket}, args...)...)
+	cmd.Env = in.env
+	cmd.Dir = in.dir
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	if err != nil && r.code == 0 {
+		r.code = -1
+		r.stderr += err.Error()
+	}
+	return r
+}
+
+// wireError finds the error object pikoctl --json printed, if any.
+func wireError(stdout string) *contracts.Error {
+	for line := range strings.SplitSeq(stdout, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, `{"code":`) {
+			continue
+		}
+		var e contracts.Error
+		if json.Unmarshal([]byte(line), &e) == nil && e.Message != "" {
+			return &e
+		}
+	}
+	return nil
+}
+
+// status reads the server's state and last error.
+func (in *instance) status(ctx context.Context, server string) (contracts.ServerStatus, error) {
+	r := in.ctl(ctx, nil, "--json", "mcp", "status")
+	if r.code != 0 {
+		return contracts.ServerStatus{}, fmt.Errorf("pikoctl mcp status: exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	}
+	var st contracts.StatusResult
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		return contracts.ServerStatus{}, fmt.Errorf("decoding status: %w", err)
+	}
+	for _, s := range st.Servers {
+		if s.ID == server {
+			return s, nil
+		}
+	}
+	return contracts.ServerStatus{}, fmt.Errorf("status has no server %q", server)
+}
+
+// approvePrompt ends the question 'pikoctl mcp approve' asks.
+const approvePrompt = "Anything else approves nothing: "
+
+var suffixRE = regexp.MustCompile(`type ([0-9a-f]{6}) \(`)
+
+// approve approves an action the way its owner does: 'pikoctl mcp
+// approve' on a terminal (a pseudo-terminal the adapter drives, as the
+// session leader with it as controlling terminal and stdin), typing the
+// digest's last 6 characters that the review shows. pikoctl's --json
+// result goes to a separate pipe so the screen and the result stay apart.
+func (in *instance) approve(ctx context.Context, actionID string) (result, error) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return result{}, fmt.Errorf("opening a pseudo-terminal: %w", err)
+	}
+	defer master.Close()
+	cmd := exec.CommandContext(ctx, in.pikoctl, "--socket", in.socket, "--json", "mcp", "approve", actionID)
+	cmd.Env = in.env
+	cmd.Dir = in.dir
+	var out bytes.Buffer
+	cmd.Stdin, cmd.Stderr, cmd.Stdout = slave, slave, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		return result{}, fmt.Errorf("starting pikoctl mcp approve on a pseudo-terminal: %w", err)
+	}
+	screen := &screenBuffer{changed: make(chan struct{}, 1)}
+	copied := make(chan struct{})
+	go func() {
+		// Ends with EIO once pikoctl and every copy of the slave are gone.
+		_, _ = io.Copy(screen, master)
+		close(copied)
+	}()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+
+	typed := false
+	for !typed {
+		if m := suffixRE.FindStringSubmatch(screen.String()); m != nil && strings.Contains(screen.String(), approvePrompt) {
+			in.log.printf("approve %s: the terminal asks for %s; typing it", actionID, m[1])
+			if _, err := io.WriteString(master, m[1]+"\r"); err != nil {
+				return result{}, fmt.Errorf("typing on the terminal: %w", err)
+			}
+			typed = true
+			break
+		}
+		select {
+		case <-screen.changed:
+		case err := <-waitErr:
+			<-copied
+			waitErr <- err
+			typed = true // pikoctl ended before asking
+		case <-ctx.Done():
+			<-waitErr
+			return result{}, fmt.Errorf("approving %s: %w; terminal:\n%s", actionID, ctx.Err(), screen.String())
+		}
+	}
+	err = <-waitErr
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+	}
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: screen.String()}
+	if err != nil && r.code == 0 {
+		r.code = -1
+	}
+	return r, nil
+}
+
+// screenBuffer collects what pikoctl wrote to the terminal.
+type screenBuffer struct {
+	// mu guards buf.
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func (s *screenBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	s.buf.Write(p)
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+func (s *screenBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.ReplaceAll(s.buf.String(), "\r\n", "\n")
+}
+
+var errNoCall = errors.New("no call result")
+
+// callResult decodes what 'pikoctl --json mcp call' or 'approve' printed:
+// a call result, or an error object.
+func callResult(r result) (*contracts.CallResult, *contracts.Error, error) {
+	if e := wireError(r.stdout); e != nil {
+		return nil, e, nil
+	}
+	for line := range strings.SplitSeq(r.stdout, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var res contracts.CallResult
+		if json.Unmarshal([]byte(line), &res) == nil && res.Status != "" {
+			return &res, nil, nil
+		}
+	}
+	return nil, nil, errNoCall
+}
+
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
