@@ -29,6 +29,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,6 +49,7 @@ type options struct {
 	eras      []string
 	race      bool
 	timeout   time.Duration
+	parallel  int
 	confDir   string
 	rootDir   string
 	nodeBin   string
@@ -65,6 +67,7 @@ func realMain() int {
 	flag.StringVar(&only, "scenarios", "", "comma-separated scenarios to run (default: every client scenario)")
 	flag.StringVar(&eras, "eras", "default", "comma-separated protocol settings to run each scenario with: default (pikod's default settings), legacy, auto")
 	flag.BoolVar(&o.race, "race", true, "build pikod and pikoctl with the race detector")
+	flag.IntVar(&o.parallel, "parallel", 2, "scenarios run at once (each has its own pikod, suite and ports; the wait is mostly the suite's)")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Second, "the suite's per-scenario timeout; the adapter gives up 8s before it")
 	flag.Parse()
 	if only != "" {
@@ -76,6 +79,10 @@ func realMain() int {
 			fmt.Fprintf(os.Stderr, "runner: unknown era %q: use default, legacy or auto\n", e)
 			return 2
 		}
+	}
+	if o.parallel < 1 {
+		fmt.Fprintln(os.Stderr, "runner: -parallel must be at least 1")
+		return 2
 	}
 	if o.timeout < 15*time.Second {
 		fmt.Fprintln(os.Stderr, "runner: -timeout must be at least 15s")
@@ -158,15 +165,33 @@ func run(o *options) (bool, error) {
 	}
 
 	fmt.Printf("conformance %s, %d scenarios × eras %s, results in %s\n", suiteVersion, len(o.scenarios), strings.Join(o.eras, ","), o.out)
-	var rows []row
+	type job struct{ era, scenario string }
+	var jobs []job
 	for _, era := range o.eras {
 		for _, s := range o.scenarios {
-			r := runScenario(o, era, s)
-			fmt.Printf("  %-45s %-8s %-4s %5.1fs %s\n", s, era, r.label(), r.took.Seconds(),
-				strings.Join(append(prefixed("vacuous: ", r.v.vacuous), r.v.problems...), "; "))
-			rows = append(rows, r)
+			jobs = append(jobs, job{era, s})
 		}
 	}
+	// Rows keep the jobs' order; lines print as scenarios finish.
+	rows := make([]row, len(jobs))
+	var printMu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, o.parallel)
+	for i, j := range jobs {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			r := runScenario(o, j.era, j.scenario)
+			printMu.Lock()
+			fmt.Printf("  %-45s %-8s %-4s %5.1fs %s\n", j.scenario, j.era, r.label(), r.took.Seconds(),
+				strings.Join(append(prefixed("vacuous: ", r.v.vacuous), r.v.problems...), "; "))
+			printMu.Unlock()
+			rows[i] = r
+		}()
+	}
+	wg.Wait()
 	ok := len(problems) == 0
 	for _, r := range rows {
 		if len(r.v.problems) > 0 {
