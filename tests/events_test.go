@@ -348,7 +348,7 @@ func TestLogRingBounded(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
 	configureMCP(t, d, mcpSettings(t,
-		stdioFixture("flood", "--flood-notifications", "1000"),
+		stdioFixture("flood", "--flood-notifications", "2000"),
 		stdioFixture("big", "--log-tool").with("tools", []string{"log"}, "readOnlyTools", []string{"log"})))
 	connectServer(t, d, "flood")
 	read := func(server string, p contracts.LoggingParams) contracts.LoggingResult {
@@ -358,10 +358,14 @@ func TestLogRingBounded(t *testing.T) {
 		return res
 	}
 	var res contracts.LoggingResult
-	poll(t, "the flood to overflow the ring", func() bool {
+	var st contracts.ServerStatus
+	// Both are waited for: on a loaded machine the flood can reach pikod
+	// slower than its rate, and the budget drops only what exceeds 500/s.
+	poll(t, "the flood to overflow the ring and the log budget", func() bool {
 		res = read("flood", contracts.LoggingParams{Limit: 1000})
-		return res.Evicted > 0
-	}, func() string { return fmt.Sprintf("kept %d, evicted %d", res.Kept, res.Evicted) })
+		st = serverStatus(t, d, "flood")
+		return res.Evicted > 0 && st.Dropped != nil && st.Dropped.LogMessages > 0
+	}, func() string { return fmt.Sprintf("kept %d, evicted %d, dropped %+v", res.Kept, res.Evicted, st.Dropped) })
 	d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "flood"})
 	res = read("flood", contracts.LoggingParams{Limit: 1000})
 	if res.Kept != 1000 || len(res.Entries) != 1000 || res.LastID != res.Evicted+1000 {
@@ -371,9 +375,6 @@ func TestLogRingBounded(t *testing.T) {
 		if e.ID != res.Evicted+1+uint64(i) || e.Level != "info" || e.Logger != "flood" || !strings.HasPrefix(string(e.Data), `"flood line `) {
 			t.Fatalf("entry %d: %+v", i, e)
 		}
-	}
-	if st := serverStatus(t, d, "flood"); st.Dropped == nil || st.Dropped.LogMessages == 0 {
-		t.Errorf("status dropped %+v: the log budget should have dropped some of 500 a second", st.Dropped)
 	}
 	// The ring outlives the connection; reads filter.
 	if r := read("flood", contracts.LoggingParams{After: res.LastID - 3}); len(r.Entries) != 3 {
