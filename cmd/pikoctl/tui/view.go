@@ -454,12 +454,12 @@ func (m *model) actionsBody() []string {
 	if len(m.actions) == 0 {
 		return []string{"no actions: calls of tools that need your approval appear here"}
 	}
-	out := []string{m.st.dim.Render(fmt.Sprintf("  %-26s %-10s %-14s %s", "ACTION", "STATE", "SERVER", "TOOL"))}
+	out := []string{m.st.dim.Render(fmt.Sprintf("  %-30s %-10s %-14s %s", "ACTION", "STATE", "SERVER", "TOOL"))}
 	h := m.bodyHeight() - 1
 	start, end := window(m.actCursor, len(m.actions), h)
 	for i := start; i < end; i++ {
 		a := m.actions[i]
-		line := fmt.Sprintf("%-26s %-10s %-14s %s", clipTo(safe(a.ID), 26), safe(a.State), clipTo(safe(a.Server), 14), safe(a.Tool))
+		line := fmt.Sprintf("%-30s %-10s %-14s %s", clipTo(safe(a.ID), 30), safe(a.State), clipTo(safe(a.Server), 14), safe(a.Tool))
 		out = append(out, m.mark(i == m.actCursor, line))
 	}
 	return out
