@@ -719,7 +719,7 @@ func (m *model) authed(msg authMsg) tea.Cmd {
 	if msg.err != nil {
 		if msg.waited && errors.Is(msg.err, context.Canceled) {
 			m.auth = nil
-			m.setFlash("stopped waiting: the sign-in for "+msg.server+" stays pending until it expires ('x' on the server cancels it)", false)
+			m.setFlash("stopped waiting: the sign-in for "+msg.server+" stays pending until it expires ('pikoctl mcp cancel "+msg.server+"' cancels it)", false)
 			return nil
 		}
 		a.done, a.err = true, errText(msg.err)

@@ -566,6 +566,7 @@ func (m *model) paneKeys() []key.Binding {
 		return []key.Binding{
 			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear")),
+			key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
 		}
 	}
 	switch m.pane {
@@ -609,6 +610,10 @@ func (m *model) helpLines() []string {
 			parts = append(parts, b.Help().Key+" "+b.Help().Desc)
 		}
 		return m.st.help.Render(strings.Join(parts, "  "))
+	}
+	if m.searching {
+		// Every other key is text for the search.
+		return []string{render(m.paneKeys())}
 	}
 	if !m.showHelp {
 		return []string{render(append(m.paneKeys(), k.Help, k.Quit))}
