@@ -125,6 +125,57 @@ exec sed -i -e 's/"bogusField": 1, //' -e 's/"timeoutMs": 10000/"timeoutMs": 450
 	}
 }
 
+// TestTUIOAuth signs in to an OAuth server from the console: the link is
+// on the screen, the browser's visit completes the flow the console waits
+// for, and the console says so.
+func TestTUIOAuth(t *testing.T) {
+	t.Parallel()
+	o := newOAuthSetup(t)
+	o.configure(t, "auto", "")
+	if _, err := o.rpc(t, contracts.MethodMCPConnect, contracts.ServerParams{Server: "o"}); contracts.ToError(err).Reason() != "needs_auth" {
+		t.Fatalf("connect without a grant answered %v, want needs_auth", err)
+	}
+
+	cmd := exec.Command(pikoctlBin, "--socket", o.d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("needs_auth")
+	screen.press("s")
+	screen.waitFor("The browser is sent back")
+	// The link, as the screen shows it: wrapped at the edge only.
+	text := ansiSeq.ReplaceAllString(screen.since(), "")
+	_, rest, _ := strings.Cut(text, "sign in and consent:")
+	link, _, _ := strings.Cut(rest, "The browser is sent back")
+	link = strings.Join(strings.Fields(link), "")
+	if !strings.HasPrefix(link, o.as.issuer) {
+		t.Fatalf("no authorization link on the screen (read %q):\n%s", link, text)
+	}
+	screen.waitFor("waiting for the sign-in")
+	loc := authorizeInBrowser(t, link)
+	if status, body := getCallback(t, loc, ""); status != 200 {
+		t.Fatalf("the callback answered %d %q", status, body)
+	}
+	screen.waitFor("signed in")
+	if st := o.status(t); st.OAuth == nil || st.OAuth.Grant == "none" {
+		t.Errorf("after the sign-in in the console: oauth %+v", st.OAuth)
+	}
+	screen.press("\x1b")
+	screen.waitFor("c connect")
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// ansiSeq matches the terminal control sequences a full-screen program
+// writes between its text.
+var ansiSeq = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|[=>])`)
+
 // tuiScreen reads a full-screen program's output on a pty: waits look
 // only at what was written since the last mark, so text from an earlier
 // screen cannot satisfy them.
