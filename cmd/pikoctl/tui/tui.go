@@ -177,7 +177,10 @@ type model struct {
 	settingsView viewport.Model
 	// draft is the owner's edited settings text while it is not saved; it
 	// is kept across failed saves so nothing typed is lost.
-	draft    []byte
+	draft []byte
+	// base is the revision the draft was edited from: saving expects it,
+	// so a change made meanwhile is refused, not overwritten.
+	base     uint64
 	problems []string
 	dryRun   *contracts.ConfigureResult
 
@@ -655,7 +658,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.setFlash("checking the edited settings...", false)
-		return m, m.configure(m.draft, m.settings.Revision, true)
+		return m, m.configure(m.draft, m.base, true)
 	case configureMsg:
 		return m, m.configured(msg)
 	case opMsg:
@@ -1057,7 +1060,7 @@ func (m *model) settingsKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Edit):
 		text := m.draft
 		if text == nil {
-			text = m.settingsText()
+			text, m.base = m.settingsText(), m.settings.Revision
 		}
 		return m.edit(text)
 	case key.Matches(msg, k.Discard) && m.draft != nil:
@@ -1067,7 +1070,7 @@ func (m *model) settingsKey(msg tea.KeyMsg) tea.Cmd {
 		return m.loadSettings()
 	case key.Matches(msg, k.Save) && m.dryRun != nil && m.draft != nil:
 		m.setFlash("saving...", false)
-		return m.configure(m.draft, m.settings.Revision, false)
+		return m.configure(m.draft, m.base, false)
 	}
 	var cmd tea.Cmd
 	m.settingsView, cmd = m.settingsView.Update(msg)
@@ -1121,7 +1124,7 @@ func (m *model) refreshSettingsView() {
 		}
 		b.WriteString(" (e edits in $EDITOR)\n")
 	} else {
-		fmt.Fprintf(&b, "edited from revision %d, not saved:\n", m.settings.Revision)
+		fmt.Fprintf(&b, "edited from revision %d, not saved:\n", m.base)
 	}
 	b.WriteString(safeLines(string(text)))
 	m.settingsView.SetContent(b.String())

@@ -218,9 +218,18 @@ func TestSettingsEditProblemsInPlace(t *testing.T) {
 	keys(m, "4")
 	golden(t, m, "settings")
 
-	// Not JSON: said where, and the text is kept.
+	// Not JSON: said where, and the text is kept. (e writes the file the
+	// editor would open; the editor itself is not run here.)
+	t.Setenv("TMPDIR", t.TempDir())
+	keys(m, "e")
 	bad := []byte("{\"servers\":[\n  {\"id\":\"fx\",}\n]}\n")
 	m.Update(editedMsg{text: bad})
+	// Settings read again meanwhile (ctrl+r) do not move the revision the
+	// draft will be saved against.
+	m.Update(settingsMsg{res: contracts.SettingsResult{Extension: "mcp", Revision: 9, Settings: json.RawMessage(`{"servers":[]}`)}})
+	if m.base != 3 {
+		t.Errorf("the draft's base revision is %d after a reload, want 3", m.base)
+	}
 	s := golden(t, m, "settings_notjson")
 	if !strings.Contains(s, "line 2, column") || !strings.Contains(s, `{"id":"fx",}`) {
 		t.Errorf("the JSON error is not shown in place with the edited text:\n%s", s)
