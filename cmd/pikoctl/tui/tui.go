@@ -302,9 +302,8 @@ type (
 		ev          contracts.EventParams
 		droppedHere int
 	}
-	lostMsg  struct{}
-	tickMsg  struct{}
-	flashMsg struct{ text string }
+	lostMsg struct{}
+	tickMsg struct{}
 )
 
 func (m *model) Init() tea.Cmd {
@@ -678,9 +677,6 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.review, m.reviewView = nil, nil
 		return m, tea.Batch(m.loadActions(), m.loadStatus())
-	case flashMsg:
-		m.setFlash(msg.text, false)
-		return m, nil
 	}
 	return m, nil
 }
