@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	a.pikod.internal/busenv v0.0.0
+	a.pikod.internal/termquery v0.0.0
 	github.com/99designs/keyring v1.2.2
 	github.com/charmbracelet/bubbles v1.0.0
 	github.com/charmbracelet/bubbletea v1.3.10
@@ -59,3 +60,5 @@ require (
 )
 
 replace a.pikod.internal/busenv => ./vault/internal/busenv
+
+replace a.pikod.internal/termquery => ./cmd/pikoctl/tui/termquery

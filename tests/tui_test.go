@@ -172,6 +172,26 @@ func TestTUIOAuth(t *testing.T) {
 	}
 }
 
+// TestPikoctlAsksTheTerminalNothing: linking the console into pikoctl
+// must not make every command query the terminal as it starts (Bubble
+// Tea's init asks for the background colour and waits for the answer).
+// On a pseudo-terminal that never answers, no query may be written.
+func TestPikoctlAsksTheTerminalNothing(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(pikoctlBin, "--socket", filepath.Join(t.TempDir(), "none.sock"), "version")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color")
+	p := startTTYWith(t, cmd, nil)
+	out, _ := p.wait(t)
+	for _, q := range []string{"\x1b]11;?", "\x1b[6n"} {
+		if strings.Contains(out, q) {
+			t.Errorf("pikoctl version wrote the terminal query %q:\n%q", q, out)
+		}
+	}
+	if !strings.Contains(out, "pikoctl") {
+		t.Errorf("pikoctl version printed nothing recognisable: %q", out)
+	}
+}
+
 // ansiSeq matches the terminal control sequences a full-screen program
 // writes between its text.
 var ansiSeq = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|[=>])`)

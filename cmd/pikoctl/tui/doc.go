@@ -9,3 +9,7 @@
 // "pikoctl mcp approve", which asks exactly as it does on its own, and the
 // daemon checks that process like any other.
 package tui
+
+// Bubble Tea's init must not query the terminal in every pikoctl command:
+// see termquery.
+import _ "a.pikod.internal/termquery"
