@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +51,13 @@ as it does on its own. Press ? for every key. NO_COLOR turns colour off.`,
 			if editor == "" {
 				editor = a.getenv("EDITOR")
 			}
-			return tui.Run(cmd.Context(), tui.Options{
+			// Ctrl-C is a key inside the console; a SIGINT arrives only
+			// while a command it runs has the terminal (approve, the
+			// editor), and is that command's. SIGTERM and SIGHUP end the
+			// console.
+			ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			return tui.Run(ctx, tui.Options{
 				Client:   c,
 				Instance: instance,
 				Approve: func(id string) *exec.Cmd {

@@ -598,7 +598,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				continue
 			}
 			old, ok := findServer(prev, s.ID)
-			if _, have := m.catalogs[s.ID]; !have || !ok || old.Generation != s.Generation || old.ToolCount != s.ToolCount {
+			_, have := m.catalogs[s.ID]
+			_, failed := m.catErr[s.ID]
+			changed := !ok || old.Generation != s.Generation || old.ToolCount != s.ToolCount
+			// A catalog that failed to load is tried again when the
+			// server changes (or ctrl+r), not at every refresh.
+			if changed || (!have && !failed) {
 				cmds = append(cmds, m.loadCatalog(s.ID))
 			}
 		}
