@@ -26,7 +26,9 @@ var importRules = map[string]struct {
 	"approvals":   {own: []string{"contracts"}, anyThird: true},
 	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
 	"cmd/pikod":   {own: []string{"contracts", "daemon", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
-	"cmd/pikoctl": {own: []string{"contracts", "rpc"}, anyThird: true},
+	"cmd/pikoctl": {own: []string{"contracts", "rpc", "cmd/pikoctl/tui"}, anyThird: true},
+	// The TUI is part of the thin client: the wire and the rpc client only.
+	"cmd/pikoctl/tui": {own: []string{"contracts", "rpc"}, anyThird: true},
 
 	// The OAuth protocol pieces know nothing of sessions or the SDK.
 	"mcpclient/oauth": {own: []string{"contracts"}, thirdParty: []string{"golang.org/x/oauth2"}},

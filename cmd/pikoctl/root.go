@@ -103,6 +103,7 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 		a.newServiceCmd(),
 		a.newVaultCmd(),
 		a.newApprovalsCmd(),
+		a.newTUICmd(),
 	)
 	return root
 }

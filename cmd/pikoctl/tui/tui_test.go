@@ -1,0 +1,368 @@
+package tui
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden screens in testdata")
+
+// The golden tests drive the model as the program would: a window size,
+// the daemon's answers as messages, key presses; then compare the screen
+// with testdata/NAME.golden. Commands the model returns (requests to the
+// daemon) are not run here; tests/tui_test.go runs the real thing.
+
+func testModel(t *testing.T) *model {
+	t.Helper()
+	m := newModel(nil, Options{Instance: "default", NoColor: true})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	return m
+}
+
+func keys(m *model, ks ...string) {
+	for _, k := range ks {
+		var msg tea.KeyMsg
+		switch k {
+		case "enter":
+			msg = tea.KeyMsg{Type: tea.KeyEnter}
+		case "esc":
+			msg = tea.KeyMsg{Type: tea.KeyEsc}
+		case "down":
+			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case "tab":
+			msg = tea.KeyMsg{Type: tea.KeyTab}
+		default:
+			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		}
+		m.Update(msg)
+	}
+}
+
+func typeText(m *model, s string) {
+	for _, r := range s {
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+}
+
+// golden compares the screen with testdata/name.golden and checks it fits
+// the window.
+func golden(t *testing.T, m *model, name string) string {
+	t.Helper()
+	screen := m.View()
+	lines := strings.Split(screen, "\n")
+	if len(lines) > m.height {
+		t.Errorf("%s: %d lines on a %d-line terminal", name, len(lines), m.height)
+	}
+	for i, l := range lines {
+		if w := ansi.StringWidth(l); w > m.width {
+			t.Errorf("%s: line %d is %d columns on a %d-column terminal: %q", name, i+1, w, m.width, l)
+		}
+	}
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(screen), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return screen
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if string(want) != screen {
+		t.Errorf("%s: the screen differs from %s\n--- got:\n%s\n--- want:\n%s", name, path, screen, want)
+	}
+	return screen
+}
+
+func sampleStatus() contracts.StatusResult {
+	return contracts.StatusResult{
+		Revision: 3,
+		Vault:    contracts.VaultStatus{Backend: "file"},
+		Servers: []contracts.ServerStatus{
+			{ID: "fx", Enabled: true, Transport: "stdio", State: contracts.StateConnected, ProtocolVersion: "2025-06-18",
+				Negotiated: "initialize", ServerInfo: &contracts.ServerInfo{Name: "mcpfixture", Version: "1.0.0"},
+				PID: 4242, ToolCount: 3, CatalogComplete: true, Generation: 1, Credentials: "none"},
+			{ID: "web", Enabled: true, Transport: "http", State: contracts.StateNeedsAuth,
+				LastError: "the server answered 401: sign in with 'pikoctl mcp auth web'",
+				OAuth:     &contracts.OAuthStatus{GrantType: "authorization_code", Grant: "none"}},
+			{ID: "old", Enabled: false, Transport: "stdio", State: contracts.StateDisabled},
+		},
+	}
+}
+
+func sampleCatalog() contracts.CatalogResult {
+	return contracts.CatalogResult{Server: "fx", Complete: true, Tools: []contracts.CatalogTool{
+		{Name: "echo", Server: "fx", OriginalName: "echo", Description: "Echo the message back.\nSecond line.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what to echo"},"times":{"type":"integer"}},"required":["message"]}`),
+			Annotations: json.RawMessage(`{"readOnlyHint":true}`), Selected: true, Grant: "read", Digest: "sha256:0123456789abcdef"},
+		{Name: "count", Server: "fx", OriginalName: "count", Description: "Count a nonce in the call log.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"nonce":{"type":"string"}}}`), Selected: true, Grant: "approval", Digest: "sha256:feedface"},
+		{Name: "sleep", Server: "fx", OriginalName: "sleep", Title: "Sleep a while",
+			InputSchema: json.RawMessage(`{"type":"object"}`), Selected: false, Grant: "approval", Digest: "sha256:abad1dea"},
+	}}
+}
+
+func TestServersScreen(t *testing.T) {
+	m := testModel(t)
+	golden(t, m, "loading")
+	m.Update(statusMsg{res: sampleStatus()})
+	golden(t, m, "servers")
+	// The cursor moves to the server that needs a sign-in: its detail
+	// shows the whole error.
+	keys(m, "down")
+	s := golden(t, m, "servers_web")
+	if !strings.Contains(s, "> web") {
+		t.Errorf("the cursor is not on web:\n%s", s)
+	}
+}
+
+func TestServerKeysStartOperations(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	for _, tc := range []struct{ key, flash string }{
+		{"c", "connecting fx..."},
+		{"d", "disconnecting fx..."},
+		{"r", "reconnecting fx..."},
+	} {
+		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(tc.key)})
+		if cmd == nil || m.flash != tc.flash {
+			t.Errorf("key %s: flash %q, command %v; want %q and a request", tc.key, m.flash, cmd != nil, tc.flash)
+		}
+	}
+	// Sign-in is for http and sse servers only.
+	keys(m, "s")
+	if m.auth != nil || !strings.Contains(m.flash, "stdio server") {
+		t.Errorf("s on a stdio server: auth %v, flash %q", m.auth, m.flash)
+	}
+}
+
+func TestCatalogSearchAndSchema(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	m.Update(catalogMsg{server: "fx", res: sampleCatalog()})
+	keys(m, "2")
+	golden(t, m, "catalog")
+	keys(m, "/")
+	typeText(m, "nonce")
+	s := golden(t, m, "catalog_search")
+	if !strings.Contains(s, "fx/count") || strings.Contains(s, "fx/echo") {
+		t.Errorf("searching nonce should list count only:\n%s", s)
+	}
+	keys(m, "enter", "esc")
+	if got := len(m.tools()); got != 3 {
+		t.Errorf("esc cleared the search but %d tools are listed, want 3", got)
+	}
+	keys(m, "enter")
+	s = golden(t, m, "schema")
+	for _, want := range []string{"grant:  read", "message              string       required what to echo", "times                integer      optional", `"readOnlyHint": true`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the schema view lacks %q:\n%s", want, s)
+		}
+	}
+	keys(m, "esc")
+	if m.schema != nil {
+		t.Error("esc did not close the schema view")
+	}
+}
+
+func TestActionsReview(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	m.Update(actionsMsg{res: contracts.ActionsListResult{Actions: []contracts.ActionSummary{
+		{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count"},
+		{ID: "act_00", State: contracts.ActionCompleted, Server: "fx", Tool: "count"},
+	}}})
+	keys(m, "3")
+	golden(t, m, "actions")
+	// The daemon's review opens the review screen; approving it hands the
+	// terminal over (a command), rejecting a finished one is refused.
+	m.Update(reviewMsg{res: contracts.ActionReview{
+		ActionSummary: contracts.ActionSummary{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:15:00Z"},
+		ToolName:      "count", ArgumentsText: "{\n  \"nonce\": \"n1\"\n}", Digest: "sha256:00112233445566778899aabbccddeeff",
+	}})
+	golden(t, m, "review")
+	m.opts.Approve = nil
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")})
+	if cmd == nil {
+		t.Fatal("a on a prepared action returned no command")
+	}
+	if msg, ok := cmd().(opMsg); !ok || msg.err == nil {
+		t.Errorf("approving without an approver: %#v, want an error", msg)
+	}
+	m.review.State = contracts.ActionCompleted
+	keys(m, "a")
+	if !strings.Contains(m.flash, "cannot be approved") {
+		t.Errorf("a on a completed action: flash %q", m.flash)
+	}
+}
+
+func TestSettingsEditProblemsInPlace(t *testing.T) {
+	m := testModel(t)
+	m.Update(settingsMsg{res: contracts.SettingsResult{Extension: "mcp", Revision: 3,
+		Settings: json.RawMessage(`{"servers":[{"id":"fx","transport":"stdio","command":"/bin/fx"}]}`)}})
+	keys(m, "4")
+	golden(t, m, "settings")
+
+	// Not JSON: said where, and the text is kept. (e writes the file the
+	// editor would open; the editor itself is not run here.)
+	t.Setenv("TMPDIR", t.TempDir())
+	keys(m, "e")
+	bad := []byte("{\"servers\":[\n  {\"id\":\"fx\",}\n]}\n")
+	m.Update(editedMsg{text: bad})
+	// Settings read again meanwhile (ctrl+r) do not move the revision the
+	// draft will be saved against.
+	m.Update(settingsMsg{res: contracts.SettingsResult{Extension: "mcp", Revision: 9, Settings: json.RawMessage(`{"servers":[]}`)}})
+	if m.base != 3 {
+		t.Errorf("the draft's base revision is %d after a reload, want 3", m.base)
+	}
+	s := golden(t, m, "settings_notjson")
+	if !strings.Contains(s, "line 2, column") || !strings.Contains(s, `{"id":"fx",}`) {
+		t.Errorf("the JSON error is not shown in place with the edited text:\n%s", s)
+	}
+
+	// Refused by the daemon: every problem listed above the edited text.
+	edited := []byte(`{"servers":[{"id":"Bad Id","transport":"stdio"}]}`)
+	m.Update(editedMsg{text: edited})
+	m.Update(configureMsg{dryRun: true, err: &contracts.Error{Code: 1, Message: "invalid settings", Data: &contracts.ErrorData{
+		Reason: "invalid_settings",
+		Problems: []contracts.Problem{
+			{Server: "Bad Id", Field: "id", Message: "must match ^[a-z][a-z0-9-]{0,31}$"},
+			{Server: "Bad Id", Field: "command", Message: "is required for stdio"},
+		}}}})
+	s = golden(t, m, "settings_problems")
+	for _, want := range []string{"NOT SAVED", "must match", "is required for stdio", `"Bad Id"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the refused settings screen lacks %q:\n%s", want, s)
+		}
+	}
+	// y does nothing until a dry run passed.
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")}); cmd != nil {
+		t.Error("y saved settings the daemon refused")
+	}
+	// A passing dry run shows what saving widens, and y saves it with
+	// the revision the text was edited from.
+	m.Update(configureMsg{dryRun: true, res: contracts.ConfigureResult{Revision: 4, DryRun: true, Changed: []string{"fx"},
+		Widened: []string{`fx: tool "count" now runs without approval (autonomousTools)`}}})
+	golden(t, m, "settings_dryrun")
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")}); cmd == nil {
+		t.Error("y after a passing dry run sent nothing")
+	}
+	m.Update(configureMsg{res: contracts.ConfigureResult{Revision: 4, Changed: []string{"fx"}, Disconnected: []string{"fx"}}})
+	if m.draft != nil || !strings.Contains(m.flash, "settings saved: revision 4; disconnected fx") {
+		t.Errorf("after saving: draft %q, flash %q", m.draft, m.flash)
+	}
+}
+
+func TestAuthScreen(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	keys(m, "down", "s")
+	if m.auth == nil || m.auth.server != "web" {
+		t.Fatalf("s on web started no sign-in: %+v", m.auth)
+	}
+	link := "https://auth.example.com/authorize?response_type=code&client_id=pikod&code_challenge=abcdefghijklmnopqrstuvwxyz0123456789&state=xyz"
+	_, cmd := m.Update(authMsg{server: "web", res: contracts.AuthResult{Server: "web", Status: contracts.AuthPending, FlowID: "f1",
+		AuthorizationURL: link, RedirectURI: "http://127.0.0.1:40000/callback", ExpiresAt: "2026-12-01T18:25:00Z"}})
+	if cmd == nil {
+		t.Fatal("a pending sign-in does not wait")
+	}
+	s := golden(t, m, "auth_pending")
+	if !strings.Contains(strings.ReplaceAll(s, "\n", ""), link) {
+		t.Errorf("the link is not shown whole:\n%s", s)
+	}
+	m.Update(authMsg{server: "web", waited: true, res: contracts.AuthResult{Server: "web", Status: contracts.AuthAuthorized, State: contracts.StateConnected,
+		Grant: &contracts.OAuthGrantInfo{GrantType: "authorization_code", Issuer: "https://auth.example.com", Scope: "mcp"}}})
+	golden(t, m, "auth_done")
+	keys(m, "esc")
+	if m.auth != nil {
+		t.Error("esc did not close the finished sign-in")
+	}
+
+	// A failed sign-in says why.
+	keys(m, "s")
+	m.Update(authMsg{server: "web", err: errors.New("discovery found no authorization server")})
+	if s := m.View(); !strings.Contains(s, "sign-in failed: discovery found no authorization server") {
+		t.Errorf("the failure is not shown:\n%s", s)
+	}
+}
+
+func TestLogPaneFollowsEvents(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	keys(m, "5")
+	golden(t, m, "log_empty")
+	for i, ev := range []contracts.EventParams{
+		{Seq: 1, Kind: contracts.EventState, Server: "fx", Time: "2026-12-01T18:00:01.5Z", Data: json.RawMessage(`{"state":"connecting"}`)},
+		{Seq: 2, Kind: contracts.EventState, Server: "fx", Time: "2026-12-01T18:00:02Z", Data: json.RawMessage(`{"state":"connected"}`)},
+		{Seq: 3, Kind: contracts.EventLog, Server: "fx", Time: "2026-12-01T18:00:03Z", Data: json.RawMessage(`{"id":1,"time":"x","level":"info","logger":"fixture","data":"hello \u001b[31mred"}`)},
+		{Seq: 5, Kind: contracts.EventCatalog, Server: "fx", Time: "2026-12-01T18:00:04Z", Dropped: 1, Data: json.RawMessage(`{"lists":["tools"],"complete":true,"counts":{"tools":4}}`)},
+	} {
+		_, cmd := m.Update(eventMsg{ev: ev})
+		if (ev.Kind == contracts.EventLog) != (cmd == nil) {
+			t.Errorf("event %d (%s): refresh command %v", i, ev.Kind, cmd != nil)
+		}
+	}
+	s := golden(t, m, "log")
+	if strings.Contains(s, "\x1b") {
+		t.Errorf("a server's escape sequence reached the screen:\n%q", s)
+	}
+	// Many events: the pane follows the newest.
+	for i := range 40 {
+		m.Update(eventMsg{ev: contracts.EventParams{Seq: uint64(10 + i), Kind: contracts.EventLog, Server: "fx", Time: "2026-12-01T18:01:00Z",
+			Data: json.RawMessage(`{"id":2,"level":"debug","data":"line ` + string(rune('A'+i%26)) + `"}`)}})
+	}
+	if s := m.View(); !strings.Contains(s, "line "+string(rune('A'+39%26))) {
+		t.Errorf("the log pane does not show the newest event:\n%s", s)
+	}
+}
+
+func TestHelpAndSmallWindow(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	keys(m, "?")
+	golden(t, m, "help")
+	// Every pane fits an 80x24 terminal and a smaller one.
+	for _, size := range []tea.WindowSizeMsg{{Width: 80, Height: 24}, {Width: 60, Height: 16}} {
+		m.Update(size)
+		m.Update(catalogMsg{server: "fx", res: sampleCatalog()})
+		for p := range paneNames {
+			keys(m, string(rune('1'+p)))
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != size.Height {
+				t.Errorf("%dx%d pane %s: %d lines", size.Width, size.Height, paneNames[p], len(lines))
+			}
+			for _, l := range lines {
+				if ansi.StringWidth(l) > size.Width {
+					t.Errorf("%dx%d pane %s: line wider than the window: %q", size.Width, size.Height, paneNames[p], l)
+				}
+			}
+		}
+	}
+}
+
+func TestNoColor(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	if s := m.View(); strings.Contains(s, "\x1b[") {
+		t.Errorf("NO_COLOR screen has escape sequences: %q", s)
+	}
+	m.st = newStyles(termenv.ANSI256)
+	if s := m.View(); !strings.Contains(s, "\x1b[") {
+		t.Errorf("the colour screen has no colour: %q", s)
+	}
+}

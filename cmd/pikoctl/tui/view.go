@@ -1,0 +1,628 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// layout sizes the scrolling views to the window.
+func (m *model) layout() {
+	h := m.bodyHeight()
+	for _, vp := range []*struct{ w, h *int }{
+		{&m.settingsView.Width, &m.settingsView.Height},
+		{&m.logView.Width, &m.logView.Height},
+	} {
+		*vp.w, *vp.h = m.width, h
+	}
+	if m.schema != nil {
+		m.schema.Width, m.schema.Height = m.width, h
+	}
+	if m.reviewView != nil {
+		m.reviewView.Width, m.reviewView.Height = m.width, h-2
+	}
+	if m.logFollow {
+		m.logView.GotoBottom()
+	}
+}
+
+// bodyHeight is the lines between the tabs and the footer.
+func (m *model) bodyHeight() int {
+	return max(m.height-2-1-len(m.helpLines()), 3)
+}
+
+// View draws the whole screen: header, tabs, the pane, the outcome line
+// and the keys. Every line fits the width.
+func (m *model) View() string {
+	var lines []string
+	head := fmt.Sprintf("pikoctl tui · pikod %s", safe(m.opts.Instance))
+	if m.loaded {
+		head += fmt.Sprintf(" · %d servers · vault %s", len(m.status.Servers), safe(m.status.Vault.Backend))
+		if m.status.Vault.Locked {
+			head += " (locked)"
+		}
+	}
+	if m.lost {
+		head += " · DISCONNECTED"
+	}
+	lines = append(lines, m.st.title.Render(head))
+	var tabs []string
+	for i, name := range paneNames {
+		label := fmt.Sprintf("%d %s", i+1, name)
+		if i == paneActions {
+			if n := m.prepared(); n > 0 {
+				label += fmt.Sprintf("(%d)", n)
+			}
+		}
+		if i == m.pane {
+			tabs = append(tabs, m.st.activeTab.Render("["+label+"]"))
+		} else {
+			tabs = append(tabs, m.st.tab.Render(" "+label+" "))
+		}
+	}
+	lines = append(lines, strings.Join(tabs, " "))
+
+	body := m.body()
+	h := m.bodyHeight()
+	if len(body) > h {
+		body = body[:h]
+	}
+	for len(body) < h {
+		body = append(body, "")
+	}
+	lines = append(lines, body...)
+	switch {
+	case m.flashBad:
+		lines = append(lines, m.st.bad.Render(m.flash))
+	default:
+		lines = append(lines, m.flash)
+	}
+	lines = append(lines, m.helpLines()...)
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *model) prepared() int {
+	n := 0
+	for _, a := range m.actions {
+		if a.State == contracts.ActionPrepared {
+			n++
+		}
+	}
+	return n
+}
+
+// body is the current pane's lines.
+func (m *model) body() []string {
+	if m.auth != nil {
+		return m.authBody()
+	}
+	switch m.pane {
+	case paneServers:
+		return m.serversBody()
+	case paneCatalog:
+		if m.schema != nil {
+			return strings.Split(m.schema.View(), "\n")
+		}
+		return m.catalogBody()
+	case paneActions:
+		if m.reviewView != nil {
+			return append([]string{
+				m.st.title.Render("Review · a: approve (you type the digest's last 6 characters) · x: reject"),
+				"",
+			}, strings.Split(m.reviewView.View(), "\n")...)
+		}
+		return m.actionsBody()
+	case paneSettings:
+		return strings.Split(m.settingsView.View(), "\n")
+	case paneLog:
+		if len(m.logLines) == 0 {
+			l := []string{m.st.dim.Render("no events yet: server state changes, catalog changes, server log messages and requests appear here")}
+			if m.watchError != "" {
+				l = append(l, m.st.bad.Render(m.watchError))
+			}
+			return l
+		}
+		return strings.Split(m.logView.View(), "\n")
+	}
+	return nil
+}
+
+// window returns the range of a list of n rows to show in h lines so the
+// cursor stays visible.
+func window(cursor, n, h int) (int, int) {
+	if n <= h {
+		return 0, n
+	}
+	start := max(cursor-h/2, 0)
+	if start+h > n {
+		start = n - h
+	}
+	return start, start + h
+}
+
+func (m *model) mark(selected bool, line string) string {
+	if selected {
+		return m.st.sel.Render("> " + line)
+	}
+	return "  " + line
+}
+
+func (m *model) serversBody() []string {
+	if !m.loaded {
+		if m.statusErr != "" {
+			return []string{m.st.bad.Render("reading status: " + m.statusErr)}
+		}
+		return []string{"reading status..."}
+	}
+	if len(m.status.Servers) == 0 {
+		return []string{
+			"no servers configured.",
+			"",
+			"4 opens the settings; e edits them in $EDITOR. A server looks like",
+			`  {"id":"files","transport":"stdio","command":"/usr/bin/mcp-files"}`,
+		}
+	}
+	out := []string{m.st.dim.Render(fmt.Sprintf("  %-16s %-11s %-11s %5s  %s", "SERVER", "STATE", "PROTOCOL", "TOOLS", "LAST ERROR"))}
+	h := m.bodyHeight()
+	detail := m.serverDetail()
+	listH := max(h-1-len(detail)-1, min(3, len(m.status.Servers)))
+	start, end := window(m.srvCursor, len(m.status.Servers), listH)
+	for i := start; i < end; i++ {
+		s := m.status.Servers[i]
+		proto := s.ProtocolVersion
+		if proto == "" {
+			proto = "-"
+		}
+		tools := "-"
+		if s.State == contracts.StateConnected {
+			tools = fmt.Sprint(s.ToolCount)
+		}
+		state := s.State
+		if !s.Enabled && state != contracts.StateDisabled {
+			state += "*"
+		}
+		line := fmt.Sprintf("%-16s %-11s %-11s %5s  %s", clipTo(safe(s.ID), 16), state, clipTo(safe(proto), 11), tools, safe(s.LastError))
+		out = append(out, m.mark(i == m.srvCursor, line))
+	}
+	out = append(out, "")
+	return append(out, detail...)
+}
+
+// serverDetail is what the list has no room for, for the selected server.
+func (m *model) serverDetail() []string {
+	s, ok := m.selectedServer()
+	if !ok {
+		return nil
+	}
+	var d []string
+	add := func(k, v string) {
+		if v != "" {
+			d = append(d, fmt.Sprintf("%-12s %s", k+":", safe(v)))
+		}
+	}
+	add("server", s.ID+" ("+s.Transport+")")
+	if s.ServerInfo != nil {
+		add("reports", strings.TrimSpace(s.ServerInfo.Name+" "+s.ServerInfo.Version))
+	}
+	if s.ProtocolVersion != "" {
+		add("protocol", s.ProtocolVersion+" ("+s.Negotiated+")")
+	}
+	if s.PID != 0 {
+		add("pid", fmt.Sprint(s.PID))
+	}
+	add("since", s.ConnectedSince)
+	add("credentials", s.Credentials)
+	if s.OAuth != nil {
+		v := s.OAuth.Grant
+		if s.OAuth.Pending != nil {
+			v += ", sign-in pending until " + s.OAuth.Pending.ExpiresAt
+		}
+		add("oauth", v)
+	}
+	if len(s.ChangedTools) > 0 {
+		add("changed", strings.Join(s.ChangedTools, ", ")+" (grants suspended until trusted)")
+	}
+	if !s.CatalogComplete && s.CatalogProblem != "" {
+		add("catalog", "incomplete: "+s.CatalogProblem)
+	}
+	add("exit", s.ExitStatus)
+	if s.LastError != "" {
+		for i, l := range strings.Split(ansi.Wrap(safe(s.LastError), max(m.width-14, 20), " "), "\n") {
+			if i == 0 {
+				d = append(d, m.st.bad.Render(fmt.Sprintf("%-12s %s", "last error:", l)))
+			} else {
+				d = append(d, m.st.bad.Render(strings.Repeat(" ", 13)+l))
+			}
+		}
+	}
+	if s.StderrTail != "" {
+		tail := strings.Split(strings.TrimRight(safeLines(s.StderrTail), "\n"), "\n")
+		if len(tail) > 3 {
+			tail = tail[len(tail)-3:]
+		}
+		for i, l := range tail {
+			k := ""
+			if i == 0 {
+				k = "stderr:"
+			}
+			d = append(d, m.st.dim.Render(fmt.Sprintf("%-12s %s", k, l)))
+		}
+	}
+	return d
+}
+
+func (m *model) catalogBody() []string {
+	tools := m.tools()
+	var out []string
+	if m.searching || m.search.Value() != "" {
+		out = append(out, m.search.View())
+	}
+	scope := "every connected server"
+	if m.serverOnly != "" {
+		scope = "server " + safe(m.serverOnly)
+	}
+	total := 0
+	for _, c := range m.catalogs {
+		total += len(c.Tools)
+	}
+	out = append(out, m.st.dim.Render(fmt.Sprintf("%d of %d tools · %s · enter shows the schema", len(tools), total, scope)))
+	var errs []string
+	for id, e := range m.catErr {
+		errs = append(errs, m.st.bad.Render(id+": "+e))
+	}
+	sort.Strings(errs)
+	out = append(out, errs...)
+	if len(m.catalogs) == 0 && len(errs) == 0 {
+		return append(out, "", "no connected server: connect one in the servers pane (1, then c)")
+	}
+	h := m.bodyHeight() - len(out)
+	start, end := window(m.catCursor, len(tools), h)
+	nameW := 30
+	for i := start; i < end; i++ {
+		t := tools[i]
+		grant := t.Grant
+		if !t.Selected {
+			grant = "unselected"
+		}
+		if t.SuspendedGrant != "" {
+			grant = "suspended"
+		}
+		desc := t.Title
+		if desc == "" {
+			desc = firstLine(t.Description)
+		}
+		line := fmt.Sprintf("%-*s %-10s %s", nameW, clipTo(safe(t.Server+"/"+t.Name), nameW), clipTo(safe(grant), 10), safe(desc))
+		out = append(out, m.mark(i == m.catCursor, line))
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// clipTo shortens s to n columns.
+func clipTo(s string, n int) string { return ansi.Truncate(s, n, "…") }
+
+// schemaText renders one tool for reading: what it is, its grant, and its
+// input and output schemas (properties first, then the JSON).
+func (m *model) schemaText(t contracts.CatalogTool) string {
+	var b strings.Builder
+	w := max(m.width-2, 20)
+	fmt.Fprintf(&b, "%s\n", m.st.title.Render(safe(t.Server+"/"+t.Name)+"   (esc back)"))
+	if t.OriginalName != "" && t.OriginalName != t.Name {
+		fmt.Fprintf(&b, "server's name: %s\n", safe(t.OriginalName))
+	}
+	if t.Title != "" {
+		fmt.Fprintf(&b, "title:  %s\n", safe(t.Title))
+	}
+	grant := t.Grant
+	if !t.Selected {
+		grant = "not selected (tools excludes it)"
+	}
+	fmt.Fprintf(&b, "grant:  %s\n", safe(grant))
+	if t.SuspendedGrant != "" {
+		fmt.Fprintf(&b, "        %s suspended: the definition changed since it was trusted\n", safe(t.SuspendedGrant))
+	}
+	if t.Pin != "" {
+		fmt.Fprintf(&b, "pin:    %s\n", safe(t.Pin))
+	}
+	fmt.Fprintf(&b, "digest: %s\n", safe(t.Digest))
+	if t.Description != "" {
+		fmt.Fprintf(&b, "\n%s\n", ansi.Wrap(safeLines(t.Description), w, " "))
+	}
+	if len(t.Annotations) > 0 && string(t.Annotations) != "null" {
+		fmt.Fprintf(&b, "\nannotations (hints from the server; they grant nothing):\n%s\n", indentJSON(t.Annotations))
+	}
+	fmt.Fprintf(&b, "\ninput:\n%s", schemaProps(t.InputSchema))
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		fmt.Fprintf(&b, "\noutput:\n%s", schemaProps(t.OutputSchema))
+	}
+	fmt.Fprintf(&b, "\ninput schema:\n%s\n", indentJSON(t.InputSchema))
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		fmt.Fprintf(&b, "\noutput schema:\n%s\n", indentJSON(t.OutputSchema))
+	}
+	return b.String()
+}
+
+// schemaProps lists an object schema's properties: name, type, required,
+// description.
+func schemaProps(raw json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+			Enum        []any  `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(raw, &s) != nil || len(s.Properties) == 0 {
+		return "  (no parameters)\n"
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	var b strings.Builder
+	for _, n := range names {
+		p := s.Properties[n]
+		typ := "any"
+		switch v := p.Type.(type) {
+		case string:
+			typ = v
+		case []any:
+			var parts []string
+			for _, x := range v {
+				parts = append(parts, fmt.Sprint(x))
+			}
+			typ = strings.Join(parts, "|")
+		}
+		if len(p.Enum) > 0 {
+			var parts []string
+			for _, x := range p.Enum {
+				parts = append(parts, fmt.Sprint(x))
+			}
+			typ += " {" + strings.Join(parts, ",") + "}"
+		}
+		flag := "optional"
+		if req[n] {
+			flag = "required"
+		}
+		fmt.Fprintf(&b, "  %-20s %-12s %-8s %s\n", safe(n), safe(typ), flag, safe(firstLine(p.Description)))
+	}
+	return b.String()
+}
+
+func indentJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "  (none)"
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "  ", "  ") != nil {
+		return "  " + safe(string(raw))
+	}
+	return "  " + safeLines(buf.String())
+}
+
+// reviewText is exactly what approving would send, as pikoctl mcp review
+// shows it.
+func (m *model) reviewText(r contracts.ActionReview) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "action:    %s (%s)\n", safe(r.ID), safe(r.State))
+	fmt.Fprintf(&b, "server:    %s\n", safe(r.Server))
+	fmt.Fprintf(&b, "tool:      %s\n", safe(r.ToolName))
+	if r.ToolDescription != "" {
+		fmt.Fprintf(&b, "described: %s\n", safe(firstLine(r.ToolDescription)))
+	}
+	fmt.Fprintf(&b, "created:   %s\n", safe(r.CreatedAt))
+	if r.ExpiresAt != "" {
+		fmt.Fprintf(&b, "expires:   %s\n", safe(r.ExpiresAt))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, "reason:    %s\n", safe(r.Reason))
+	}
+	fmt.Fprintf(&b, "digest:    %s\n", safe(r.Digest))
+	fmt.Fprintf(&b, "arguments:\n%s\n", indentBlock(safeLines(r.ArgumentsText)))
+	return b.String()
+}
+
+func indentBlock(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *model) actionsBody() []string {
+	if len(m.actions) == 0 {
+		return []string{"no actions: calls of tools that need your approval appear here"}
+	}
+	out := []string{m.st.dim.Render(fmt.Sprintf("  %-30s %-10s %-14s %s", "ACTION", "STATE", "SERVER", "TOOL"))}
+	h := m.bodyHeight() - 1
+	start, end := window(m.actCursor, len(m.actions), h)
+	for i := start; i < end; i++ {
+		a := m.actions[i]
+		line := fmt.Sprintf("%-30s %-10s %-14s %s", clipTo(safe(a.ID), 30), safe(a.State), clipTo(safe(a.Server), 14), safe(a.Tool))
+		out = append(out, m.mark(i == m.actCursor, line))
+	}
+	return out
+}
+
+func (m *model) authBody() []string {
+	a := m.auth
+	w := max(m.width, 20)
+	out := []string{m.st.title.Render("OAuth sign-in: " + safe(a.server)), ""}
+	switch {
+	case a.res.AuthorizationURL == "" && !a.done:
+		out = append(out, "starting the sign-in...")
+	case a.res.AuthorizationURL != "":
+		out = append(out, "Open this link in a browser, sign in and consent:", "")
+		// The link is printed whole, wrapped only at the screen's edge,
+		// so a terminal can select it.
+		out = append(out, strings.Split(ansi.Hardwrap(safe(a.res.AuthorizationURL), w, false), "\n")...)
+		out = append(out, "")
+		if a.res.RedirectURI != "" {
+			out = append(out, "The browser is sent back to "+safe(a.res.RedirectURI)+" on this machine.")
+		}
+		if a.res.ExpiresAt != "" && !a.done {
+			out = append(out, "The sign-in expires at "+safe(a.res.ExpiresAt)+".")
+		}
+	}
+	out = append(out, "")
+	switch {
+	case a.done && a.err != "":
+		out = append(out, m.st.bad.Render("sign-in failed: "+a.err), "", "enter or esc closes")
+	case a.done:
+		msg := "signed in"
+		if a.res.Grant != nil {
+			msg += fmt.Sprintf(" (%s at %s", safe(a.res.Grant.GrantType), safe(a.res.Grant.Issuer))
+			if a.res.Grant.Scope != "" {
+				msg += ", scope " + safe(a.res.Grant.Scope)
+			}
+			msg += ")"
+		}
+		if a.res.State != "" {
+			msg += "; the server is " + safe(a.res.State)
+		}
+		out = append(out, m.st.good.Render(msg), "", "enter or esc closes")
+	default:
+		out = append(out, "waiting for the sign-in to finish...", "", "esc stops waiting (the sign-in stays pending) · x cancels the sign-in")
+	}
+	return out
+}
+
+// eventLine is one event as a log line.
+func eventLine(ev contracts.EventParams) string {
+	t := ev.Time
+	if len(t) >= 19 {
+		t = t[11:19]
+	}
+	var what string
+	switch ev.Kind {
+	case contracts.EventState:
+		var d contracts.StateEventData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			what = d.State
+			if d.LastError != "" {
+				what += ": " + d.LastError
+			}
+		}
+	case contracts.EventCatalog:
+		var d contracts.CatalogEventData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			what = fmt.Sprintf("%s read again: %d tools", strings.Join(d.Lists, ", "), d.Counts.Tools)
+			if !d.Complete {
+				what += " (incomplete: " + d.Problem + ")"
+			}
+		}
+	case contracts.EventLog:
+		var e contracts.LogEntry
+		if json.Unmarshal(ev.Data, &e) == nil {
+			what = e.Level
+			if e.Logger != "" {
+				what += " " + e.Logger
+			}
+			var s string
+			if json.Unmarshal(e.Data, &s) == nil {
+				what += ": " + s
+			} else {
+				what += ": " + string(e.Data)
+			}
+		}
+	}
+	if what == "" {
+		what = string(ev.Data)
+	}
+	return safe(fmt.Sprintf("%s %-12s %-8s %s", t, ev.Server, ev.Kind, what))
+}
+
+// paneKeys are the keys of the current pane, most useful first.
+func (m *model) paneKeys() []key.Binding {
+	k := m.keys
+	if m.auth != nil {
+		if m.auth.done {
+			return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close"))}
+		}
+		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop waiting")), k.CancelFlow}
+	}
+	if m.searching {
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear")),
+			key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+		}
+	}
+	switch m.pane {
+	case paneServers:
+		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), withHelp(k.Open, "tools")}
+	case paneCatalog:
+		if m.schema != nil {
+			return []key.Binding{k.Back, k.Up, k.Down}
+		}
+		return []key.Binding{k.Search, withHelp(k.Open, "schema"), withHelp(k.Back, "clear filter")}
+	case paneActions:
+		if m.review != nil {
+			return []key.Binding{k.Approve, k.Reject, k.Back, k.Up, k.Down}
+		}
+		return []key.Binding{withHelp(k.Open, "review"), withHelp(k.Approve, "review to approve"), k.Up, k.Down}
+	case paneSettings:
+		keys := []key.Binding{k.Edit}
+		if m.dryRun != nil {
+			keys = append(keys, k.Save)
+		}
+		if m.draft != nil {
+			keys = append(keys, k.Discard)
+		}
+		return keys
+	case paneLog:
+		return []key.Binding{k.Up, k.Down, withHelp(k.Top, "top"), withHelp(k.Bottom, "follow")}
+	}
+	return nil
+}
+
+func withHelp(b key.Binding, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+}
+
+// helpLines is the keys line (or, with ?, every key).
+func (m *model) helpLines() []string {
+	k := m.keys
+	render := func(bs []key.Binding) string {
+		var parts []string
+		for _, b := range bs {
+			parts = append(parts, b.Help().Key+" "+b.Help().Desc)
+		}
+		return m.st.help.Render(strings.Join(parts, "  "))
+	}
+	if m.searching {
+		// Every other key is text for the search.
+		return []string{render(m.paneKeys())}
+	}
+	if !m.showHelp {
+		return []string{render(append(m.paneKeys(), k.Help, k.Quit))}
+	}
+	lines := []string{
+		render(m.paneKeys()),
+		render([]key.Binding{k.Up, k.Down, k.Top, k.Bottom}),
+		render([]key.Binding{withHelp(k.Pane[0], "servers"), withHelp(k.Pane[1], "catalog"), withHelp(k.Pane[2], "actions"), withHelp(k.Pane[3], "settings"), withHelp(k.Pane[4], "log")}),
+		render([]key.Binding{k.Next, k.Prev, k.Refresh, withHelp(k.Help, "less help"), k.Quit}),
+	}
+	return lines
+}

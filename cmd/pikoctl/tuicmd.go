@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pikod/pikod/cmd/pikoctl/tui"
+	"github.com/pikod/pikod/contracts"
+)
+
+func (a *app) newTUICmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "tui",
+		Short: "Open the owner's console: servers, catalog, actions, settings and events, live",
+		Long: `tui opens a full-screen console on pikod: the servers with their state,
+protocol, tool count and last error (connect, disconnect, reconnect, OAuth
+sign-in), every connected server's tools with search and a schema view,
+prepared actions with review, approve and reject, the settings (edited as
+strict JSON in $VISUAL or $EDITOR, checked, and saved with the revision
+check), and a log of events (extensions.mcp.watch).
+
+Approving hands the terminal to 'pikoctl mcp approve', which asks for the
+digest's last 6 characters (and the approval passphrase, when set) exactly
+as it does on its own. Press ? for every key. NO_COLOR turns colour off.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !a.stdinIsTerminal() {
+				return contracts.WithHint(errors.New("stdin is not a terminal: the console needs one"),
+					"run 'pikoctl tui' in your terminal; scripts use the other commands")
+			}
+			instance, socket, err := a.target()
+			if err != nil {
+				return err
+			}
+			c, err := a.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			self, err := a.executable()
+			if err != nil {
+				c.Close()
+				return err
+			}
+			editor := a.getenv("VISUAL")
+			if editor == "" {
+				editor = a.getenv("EDITOR")
+			}
+			// Ctrl-C is a key inside the console; a SIGINT arrives only
+			// while a command it runs has the terminal (approve, the
+			// editor), and is that command's. SIGTERM and SIGHUP end the
+			// console.
+			ctx, stop := signal.NotifyContext(context.WithoutCancel(cmd.Context()), syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			return tui.Run(ctx, tui.Options{
+				Client:   c,
+				Instance: instance,
+				Approve: func(id string) *exec.Cmd {
+					ap := exec.Command(self, "--socket", socket, "mcp", "approve", id)
+					ap.Env = os.Environ()
+					return ap
+				},
+				Editor:  editor,
+				NoColor: a.getenv("NO_COLOR") != "",
+			})
+		},
+	}
+}

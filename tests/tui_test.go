@@ -1,0 +1,237 @@
+package tests
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// TestTUI runs pikoctl tui on an 80x24 pseudo-terminal against a real
+// pikod with the fixture server, and drives it with keys as the owner
+// would: it sees the server connected, reviews a prepared action and
+// approves it through pikoctl mcp approve (typing the digest's last 6
+// characters), disconnects and connects the server, edits the settings in
+// $EDITOR (a refused edit shows its problem in place; the fixed one is
+// saved with the revision check), follows the events and quits.
+func TestTUI(t *testing.T) {
+	t.Parallel()
+	d, callLog := approvalDaemon(t)
+
+	// The editor: the first edit adds an unknown field, the second
+	// removes it and changes timeoutMs.
+	dir := t.TempDir()
+	editor := filepath.Join(dir, "edit.sh")
+	script := `#!/bin/sh
+if [ ! -e "$0.ran" ]; then
+  touch "$0.ran"
+  exec sed -i 's/"timeoutMs": 10000/"bogusField": 1, "timeoutMs": 10000/' "$1"
+fi
+exec sed -i -e 's/"bogusField": 1, //' -e 's/"timeoutMs": 10000/"timeoutMs": 45000/' "$1"
+`
+	if err := os.WriteFile(editor, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1", "EDITOR="+editor)
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+
+	screen.waitFor("connected")
+	screen.waitFor("1 servers")
+
+	// A prepared action, reviewed and approved at this terminal.
+	nonce := "tui-" + randomHex(t, 6)
+	prep := prepareCount(t, d, "fx", nonce)
+	screen.press("3")
+	screen.waitFor(prep.ActionID)
+	screen.press("\r")
+	screen.waitFor("digest:")
+	screen.press("a")
+	screen.waitFor(approvePrompt)
+	m := regexp.MustCompile(`type ([0-9a-f]{6}) \(`).FindStringSubmatch(screen.since())
+	if m == nil {
+		t.Fatalf("no digest suffix on the screen:\n%s", screen.since())
+	}
+	screen.mark()
+	p.typeLine(t, m[1])
+	screen.waitFor("press Enter to return")
+	if out := screen.since(); !strings.Contains(out, "completed") {
+		t.Errorf("pikoctl mcp approve did not report the call completed:\n%s", out)
+	}
+	p.typeLine(t, "")
+	screen.waitFor("approved and run")
+	wantState(t, d, prep.ActionID, contracts.ActionCompleted)
+	wantNonce(t, callLog, nonce, 1)
+
+	// Disconnect and connect the server from the servers pane.
+	screen.press("1")
+	screen.waitFor("[1 servers]")
+	screen.press("d")
+	waitServer(t, d, "fx", "to be disconnected by the tui", func(st contracts.ServerStatus) bool { return st.State == contracts.StateIdle })
+	screen.waitFor("fx disconnected")
+	screen.press("c")
+	waitServer(t, d, "fx", "to be connected by the tui", func(st contracts.ServerStatus) bool { return st.State == contracts.StateConnected })
+	screen.waitFor("fx connected")
+
+	// The settings: a refused edit shows the problem in place and saves
+	// nothing; editing again and saving with y makes a new revision.
+	var before contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &before)
+	screen.press("4")
+	screen.waitFor("e edit")
+	screen.press("e")
+	screen.waitFor("NOT SAVED")
+	screen.waitFor("bogusField")
+	var mid contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &mid)
+	if mid.Revision != before.Revision {
+		t.Fatalf("a refused edit changed the settings: revision %d, was %d", mid.Revision, before.Revision)
+	}
+	screen.press("e")
+	screen.waitFor("valid: saving makes revision")
+	screen.press("y")
+	screen.waitFor("settings saved: revision")
+	var after contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &after)
+	if after.Revision != before.Revision+1 || !strings.Contains(string(after.Settings), `"timeoutMs":45000`) || strings.Contains(string(after.Settings), "bogusField") {
+		t.Errorf("after saving: revision %d (was %d), settings %s", after.Revision, before.Revision, after.Settings)
+	}
+
+	// The log pane shows the events it followed.
+	screen.press("5")
+	screen.waitFor("state    idle")
+
+	if out := p.out.String(); strings.Contains(out, "\x1b[38;") || strings.Contains(out, "\x1b[1m") {
+		t.Errorf("NO_COLOR is set but the screen has colour or bold")
+	}
+	screen.press("q")
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// TestTUIOAuth signs in to an OAuth server from the console: the link is
+// on the screen, the browser's visit completes the flow the console waits
+// for, and the console says so.
+func TestTUIOAuth(t *testing.T) {
+	t.Parallel()
+	o := newOAuthSetup(t)
+	o.configure(t, "auto", "")
+	if _, err := o.rpc(t, contracts.MethodMCPConnect, contracts.ServerParams{Server: "o"}); contracts.ToError(err).Reason() != "needs_auth" {
+		t.Fatalf("connect without a grant answered %v, want needs_auth", err)
+	}
+
+	cmd := exec.Command(pikoctlBin, "--socket", o.d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("needs_auth")
+	screen.press("s")
+	screen.waitFor("The browser is sent back")
+	// The link, as the screen shows it: wrapped at the edge only.
+	text := ansiSeq.ReplaceAllString(screen.since(), "")
+	_, rest, _ := strings.Cut(text, "sign in and consent:")
+	link, _, _ := strings.Cut(rest, "The browser is sent back")
+	link = strings.Join(strings.Fields(link), "")
+	if !strings.HasPrefix(link, o.as.issuer) {
+		t.Fatalf("no authorization link on the screen (read %q):\n%s", link, text)
+	}
+	screen.waitFor("waiting for the sign-in")
+	loc := authorizeInBrowser(t, link)
+	if status, body := getCallback(t, loc, ""); status != 200 {
+		t.Fatalf("the callback answered %d %q", status, body)
+	}
+	screen.waitFor("signed in")
+	if st := o.status(t); st.OAuth == nil || st.OAuth.Grant == "none" {
+		t.Errorf("after the sign-in in the console: oauth %+v", st.OAuth)
+	}
+	screen.press("\x1b")
+	screen.waitFor("c connect")
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// TestPikoctlAsksTheTerminalNothing: linking the console into pikoctl
+// must not make every command query the terminal as it starts (Bubble
+// Tea's init asks for the background colour and waits for the answer).
+// On a pseudo-terminal that never answers, no query may be written.
+func TestPikoctlAsksTheTerminalNothing(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(pikoctlBin, "--socket", filepath.Join(t.TempDir(), "none.sock"), "version")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color")
+	p := startTTYWith(t, cmd, nil)
+	out, _ := p.wait(t)
+	for _, q := range []string{"\x1b]11;?", "\x1b[6n"} {
+		if strings.Contains(out, q) {
+			t.Errorf("pikoctl version wrote the terminal query %q:\n%q", q, out)
+		}
+	}
+	if !strings.Contains(out, "pikoctl") {
+		t.Errorf("pikoctl version printed nothing recognisable: %q", out)
+	}
+}
+
+// ansiSeq matches the terminal control sequences a full-screen program
+// writes between its text.
+var ansiSeq = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|[=>])`)
+
+// tuiScreen reads a full-screen program's output on a pty: waits look
+// only at what was written since the last mark, so text from an earlier
+// screen cannot satisfy them.
+type tuiScreen struct {
+	t    *testing.T
+	p    *ttyProc
+	from int
+}
+
+func (s *tuiScreen) mark() { s.from = len(s.p.out.String()) }
+
+func (s *tuiScreen) since() string { return s.p.out.String()[s.from:] }
+
+// press types keys after setting the mark.
+func (s *tuiScreen) press(keys string) {
+	s.t.Helper()
+	s.mark()
+	if _, err := io.WriteString(s.p.master, keys); err != nil {
+		s.t.Fatalf("typing %q: %v", keys, err)
+	}
+}
+
+// waitFor waits until substr was written since the mark.
+func (s *tuiScreen) waitFor(substr string) {
+	s.t.Helper()
+	deadline := time.After(waitTimeout)
+	for !strings.Contains(s.since(), substr) {
+		select {
+		case <-s.p.out.changed:
+		case <-s.p.done:
+			if !strings.Contains(s.since(), substr) {
+				s.t.Fatalf("pikoctl tui ended before showing %q; terminal:\n%s", substr, s.p.out.String())
+			}
+			return
+		case <-deadline:
+			s.t.Fatalf("timed out after %v waiting for %q; since the last key:\n%s", waitTimeout, substr, s.since())
+		}
+	}
+}
