@@ -489,13 +489,16 @@ func (a *app) edit(ctx context.Context, id string) error {
 		retry := !errors.As(err, &ce) || ce.Reason() != "revision_moved"
 		if !retry || !a.stdinIsTerminal() {
 			keep = true
-			return contracts.WithHint(err, "your text is kept in "+path+"; fix it and run 'pikoctl mcp configure' (or edit again)")
+			// Said here: report prints a daemon error's own hint only.
+			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s: fix it and pass it to 'pikoctl mcp configure', or edit again\n", path)
+			return err
 		}
 		a.report(err, "pikoctl mcp edit")
 		tty, terr := a.openTTY()
 		if terr != nil {
 			keep = true
-			return contracts.WithHint(err, "your text is kept in "+path)
+			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s\n", path)
+			return &statusExit{code: exitFailure, msg: "edit abandoned"}
 		}
 		ans, aerr := tty.Ask("edit again? [Y/n] ")
 		tty.Close()
