@@ -420,3 +420,49 @@ func TestSearchMethod(t *testing.T) {
 		t.Errorf("a word no tool has matched %+v", res.Results)
 	}
 }
+
+// TestCLIImportPrompts: ${input:...} references are asked once at the
+// terminal with echo off, substituted, and stored in the vault for every
+// server that uses them; the answer is nowhere else.
+func TestCLIImportPrompts(t *testing.T) {
+	d := startDaemon(t)
+	answer := randomToken(t, 32)
+	file := writeFile(t, "mcp.json", fmt.Sprintf(`{
+  "inputs": [{"type": "promptString", "id": "api-key", "description": "Example API key", "password": true}],
+  "servers": {
+    "Example Search": {"type": "stdio", "command": %q, "env": {"EXAMPLE_API_KEY": "${input:api-key}"}},
+    "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${input:api-key}"}}
+  }
+}`, fixtureBin))
+	p := ctlTTY(t, d, "mcp", "import", "--apply", file)
+	p.waitFor(t, "(hidden; empty skips): ")
+	p.typeLine(t, answer)
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("import --apply on a terminal exited %d:\n%s", code, out)
+	}
+	if strings.Count(out, "Example API key (${input:api-key})") != 3 {
+		// Twice in the dry-run listing, once as the only prompt.
+		t.Errorf("the reference was not asked exactly once:\n%s", out)
+	}
+	for _, want := range []string{"stored env.EXAMPLE_API_KEY for example-search", "stored headers.Authorization for remote"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, out)
+		}
+	}
+	ctlOK(t, d, "", "mcp", "grant", "example-search", "env", "--read")
+	env := ctlOK(t, d, "", "mcp", "call", "example-search", "env")
+	if !strings.Contains(env, "EXAMPLE_API_KEY=") {
+		t.Errorf("the server's environment lacks the answered variable:\n%s", env)
+	}
+	cfg := ctlOK(t, d, "", "mcp", "config")
+	db, err := os.ReadFile(filepath.Join(d.stateDir, "pikod.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(d.logPath())
+	if strings.Contains(out, answer) || strings.Contains(cfg, answer) || strings.Contains(env, answer) ||
+		bytes.Contains(db, []byte(answer)) || bytes.Contains(log, []byte(answer)) {
+		t.Error("the answer was echoed, saved in the settings or database, logged, or returned")
+	}
+}
