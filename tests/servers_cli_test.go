@@ -427,16 +427,20 @@ func TestSearchMethod(t *testing.T) {
 func TestCLIImportPrompts(t *testing.T) {
 	d := startDaemon(t)
 	answer := randomToken(t, 32)
+	literal := "ghp_" + randomToken(t, 36)
 	file := writeFile(t, "mcp.json", fmt.Sprintf(`{
   "inputs": [{"type": "promptString", "id": "api-key", "description": "Example API key", "password": true}],
   "servers": {
     "Example Search": {"type": "stdio", "command": %q, "env": {"EXAMPLE_API_KEY": "${input:api-key}"}},
+    "lit": {"command": %q, "args": ["--tools", "1"], "env": {"LIT_API_TOKEN": %q}},
     "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${input:api-key}"}}
   }
-}`, fixtureBin))
+}`, fixtureBin, fixtureBin, literal))
 	p := ctlTTY(t, d, "mcp", "import", "--apply", file)
 	p.waitFor(t, "(hidden; empty skips): ")
 	p.typeLine(t, answer)
+	p.waitFor(t, "env.LIT_API_TOKEN for lit: Enter stores the value from the file")
+	p.typeLine(t, "")
 	out, code := p.wait(t)
 	if code != 0 {
 		t.Fatalf("import --apply on a terminal exited %d:\n%s", code, out)
@@ -445,7 +449,7 @@ func TestCLIImportPrompts(t *testing.T) {
 		// Twice in the dry-run listing, once as the only prompt.
 		t.Errorf("the reference was not asked exactly once:\n%s", out)
 	}
-	for _, want := range []string{"stored env.EXAMPLE_API_KEY for example-search", "stored headers.Authorization for remote"} {
+	for _, want := range []string{"stored env.EXAMPLE_API_KEY for example-search", "stored headers.Authorization for remote", "stored env.LIT_API_TOKEN for lit"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the terminal lacks %q:\n%s", want, out)
 		}
@@ -461,8 +465,10 @@ func TestCLIImportPrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	log, _ := os.ReadFile(d.logPath())
-	if strings.Contains(out, answer) || strings.Contains(cfg, answer) || strings.Contains(env, answer) ||
-		bytes.Contains(db, []byte(answer)) || bytes.Contains(log, []byte(answer)) {
-		t.Error("the answer was echoed, saved in the settings or database, logged, or returned")
+	for _, secret := range []string{answer, literal} {
+		if strings.Contains(out, secret) || strings.Contains(cfg, secret) || strings.Contains(env, secret) ||
+			bytes.Contains(db, []byte(secret)) || bytes.Contains(log, []byte(secret)) {
+			t.Error("a credential was echoed, saved in the settings or database, logged, or returned")
+		}
 	}
 }

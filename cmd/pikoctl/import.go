@@ -99,7 +99,9 @@ Without --apply it is a dry run: it prints each entry mapped to a pikod server
 would move to the vault, and pikod's validation of the result. Nothing is
 saved. With --apply the servers are saved (checked against the revision
 read), then the credentials are stored in the vault: values written in the
-file directly; ${input:ID} and ${env:NAME} references (and Codex env_vars,
+file (at a terminal each is confirmed with Enter, or replaced by what you
+type, echo off; without one they are stored as written); ${input:ID} and
+${env:NAME} references (and Codex env_vars,
 bearer_token_env_var, env_http_headers) are asked for at the terminal with
 echo off. Credential values are never written to the settings or printed.
 Nothing is granted: every tool starts approval-required.`,
@@ -656,7 +658,21 @@ func refPrompt(ref string, inputs map[string]vscodeInput) string {
 // stored is named with the command that stores it.
 func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs map[string]vscodeInput) error {
 	answers := map[string]string{} // one answer per reference, reused across servers
-	var tty ttyIO
+	var (
+		tty    ttyIO
+		noTTY  bool
+		getTTY = func() ttyIO {
+			if tty == nil && !noTTY {
+				t, err := a.openTTY()
+				if err != nil {
+					noTTY = true
+					return nil
+				}
+				tty = t
+			}
+			return tty
+		}
+	)
 	defer func() {
 		if tty != nil {
 			tty.Close()
@@ -671,19 +687,33 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 		var left []string
 		for _, sec := range s.Secrets {
 			val := sec.Template
-			ok := true
+			ok := val != "" // an empty value in the file has nothing to store
+			if !ok {
+				left = append(left, sec.field())
+				continue
+			}
+			if len(sec.Refs) == 0 {
+				// A value written in the file: confirmed at the terminal,
+				// where the owner may also type another (Enter keeps it).
+				if t := getTTY(); t != nil {
+					v, err := t.AskHidden(fmt.Sprintf("%s for %s: Enter stores the value from the file, or type another (hidden): ", sec.field(), s.Settings.ID))
+					if err != nil {
+						return fmt.Errorf("reading a credential at the terminal: %w", err)
+					}
+					if v != "" {
+						val = v
+					}
+				}
+			}
 			for _, r := range sec.Refs {
 				ans, seen := answers[r]
 				if !seen {
-					if tty == nil {
-						t, err := a.openTTY()
-						if err != nil {
-							ok = false
-							break
-						}
-						tty = t
+					t := getTTY()
+					if t == nil {
+						ok = false
+						break
 					}
-					v, err := tty.AskHidden(fmt.Sprintf("%s for %s %s (hidden; empty skips): ", refPrompt(r, inputs), s.Settings.ID, sec.field()))
+					v, err := t.AskHidden(fmt.Sprintf("%s for %s %s (hidden; empty skips): ", refPrompt(r, inputs), s.Settings.ID, sec.field()))
 					if err != nil {
 						return fmt.Errorf("reading a credential at the terminal: %w", err)
 					}
