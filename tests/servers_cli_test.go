@@ -472,3 +472,36 @@ func TestCLIImportPrompts(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIEditAgain: at a terminal, a refused edit is shown and reopened
+// with the text kept; the second, valid edit is saved.
+func TestCLIEditAgain(t *testing.T) {
+	d := startDaemon(t)
+	ctlOK(t, d, "", "mcp", "add", "fx", "--stdio", "--timeout-ms", "5000", "--", fixtureBin)
+	dir := t.TempDir()
+	// First run: an invalid timeout. Second run: the file still holds the
+	// invalid text (kept), which it fixes.
+	editor := filepath.Join(dir, "editor.sh")
+	script := "#!/bin/sh\n" +
+		"if [ ! -e " + dir + "/once ]; then touch " + dir + "/once; sed -i 's/\"timeoutMs\": 5000/\"timeoutMs\": 5/' \"$1\"; exit 0; fi\n" +
+		"grep -q '\"timeoutMs\": 5,' \"$1\" || grep -q '\"timeoutMs\": 5$' \"$1\" || exit 7\n" +
+		"sed -i 's/\"timeoutMs\": 5\\b/\"timeoutMs\": 9000/' \"$1\"\n"
+	if err := os.WriteFile(editor, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "mcp", "edit", "fx")
+	cmd.Env = append(minimalEnv(t.TempDir()), "EDITOR="+editor)
+	p := startTTY(t, cmd)
+	p.waitFor(t, "edit again? [Y/n] ")
+	p.typeLine(t, "")
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("edit exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "timeoutMs") || !strings.Contains(out, "changed: fx") {
+		t.Errorf("the terminal lacks the problem or the save:\n%s", out)
+	}
+	if srv, _ := savedServers(t, d); srv["fx"].TimeoutMs != 9000 {
+		t.Errorf("after the second edit, timeoutMs = %d, want 9000", srv["fx"].TimeoutMs)
+	}
+}
