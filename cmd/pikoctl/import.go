@@ -134,7 +134,11 @@ Nothing is granted: every tool starts approval-required.`,
 					next.Servers = append(next.Servers, s.Settings)
 				}
 			}
+			// With --json, stdout carries only the configure result.
 			w := &errWriter{w: a.stdout}
+			if a.jsonOut {
+				w = &errWriter{w: a.stderr}
+			}
 			writeImportPlan(w, plan, inputs)
 			if w.err != nil {
 				return w.err
@@ -146,7 +150,7 @@ Nothing is granted: every tool starts approval-required.`,
 				return err
 			}
 			if !apply {
-				fmt.Fprintln(a.stdout, "\nnothing was saved: run again with --apply to add these servers")
+				fmt.Fprintln(w, "\nnothing was saved: run again with --apply to add these servers")
 				return nil
 			}
 			return a.storeImportedSecrets(ctx, plan, inputs)
