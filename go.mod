@@ -6,6 +6,7 @@ require (
 	a.pikod.internal/busenv v0.0.0
 	a.pikod.internal/termquery v0.0.0
 	github.com/99designs/keyring v1.2.2
+	github.com/BurntSushi/toml v1.6.0
 	github.com/charmbracelet/bubbles v1.0.0
 	github.com/charmbracelet/bubbletea v1.3.10
 	github.com/charmbracelet/lipgloss v1.1.0

@@ -43,6 +43,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPAuth:           d.auth,
 		contracts.MethodMCPAuthCancel:     d.authCancel,
 		contracts.MethodMCPLogout:         d.logout,
+		contracts.MethodMCPSearch:         d.search,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]

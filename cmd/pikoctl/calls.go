@@ -38,13 +38,21 @@ func (a *app) newCallCmds() []*cobra.Command {
 }
 
 func (a *app) newCallCmd() *cobra.Command {
-	var byName bool
+	var (
+		byName   bool
+		kvs      []string
+		argsJSON string
+	)
 	cmd := &cobra.Command{
 		Use:   "call SERVER TOOL | call --name MODEL_NAME",
-		Short: "Call a tool; JSON arguments on stdin",
-		Long: `call sends one tool call. Arguments are a JSON object read from stdin (none
-when stdin is a terminal). A tool in readOnlyTools or autonomousTools runs at
-once; any other tool becomes a prepared action for 'pikoctl mcp approve'.
+		Short: "Call a tool; arguments as --arg, --args-json or JSON on stdin",
+		Long: `call sends one tool call. Arguments come from --arg NAME=VALUE (repeatable;
+each value typed by the tool's input schema: numbers, booleans, and arrays
+or objects written as JSON), from --args-json '{...}' (both may be combined),
+or else as a JSON object on stdin (none when stdin is a terminal). Secret
+arguments belong on stdin: command lines are visible to other programs.
+A tool in readOnlyTools or autonomousTools runs at once; any other tool
+becomes a prepared action for 'pikoctl mcp approve'.
 
 Exit status: 0 completed, 1 failed (the tool reported an error, the call
 was refused, or it could not be sent: "nothing was sent"), 4 approval
@@ -67,7 +75,24 @@ A second Ctrl-C quits at once.`,
 			} else {
 				params.Server, params.Tool = args[0], args[1]
 			}
-			if !a.stdinIsTerminal() {
+			switch {
+			case len(kvs) > 0 || argsJSON != "":
+				var typed map[string]any
+				if len(kvs) > 0 {
+					schema, err := a.toolSchema(cmd.Context(), params)
+					if err != nil {
+						return err
+					}
+					if typed, err = typedArgs(kvs, schema); err != nil {
+						return err
+					}
+				}
+				obj, err := mergeArgs(argsJSON, typed)
+				if err != nil {
+					return err
+				}
+				params.Arguments = obj
+			case !a.stdinIsTerminal():
 				in, err := readInput(a.stdin, "stdin")
 				if err != nil {
 					return err
@@ -84,7 +109,33 @@ A second Ctrl-C quits at once.`,
 		},
 	}
 	cmd.Flags().BoolVar(&byName, "name", false, "name the tool by its model-facing name (mcp_SERVER_TOOL)")
+	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "an argument NAME=VALUE, typed by the tool's input schema (repeatable)")
+	cmd.Flags().StringVar(&argsJSON, "args-json", "", "the arguments as one JSON object")
 	return cmd
+}
+
+// toolSchema finds the input schema of the tool a call names, from its
+// server's catalog.
+func (a *app) toolSchema(ctx context.Context, p contracts.CallParams) (json.RawMessage, error) {
+	if p.Name == "" {
+		t, _, err := a.findTool(ctx, p.Server, p.Tool)
+		return t.InputSchema, err
+	}
+	var st contracts.StatusResult
+	if err := a.call(ctx, contracts.MethodMCPStatus, contracts.StatusParams{}, &st); err != nil {
+		return nil, err
+	}
+	for _, s := range st.Servers {
+		if !strings.HasPrefix(p.Name, "mcp_"+s.ID+"_") {
+			continue
+		}
+		if t, _, err := a.findTool(ctx, s.ID, p.Name); err == nil {
+			return t.InputSchema, nil
+		}
+	}
+	return nil, contracts.WithHint(
+		contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "no connected server has a tool named %q", p.Name),
+		"name it as SERVER TOOL, or give the arguments with --args-json")
 }
 
 // cancelGrace is how long a cancelled call (Ctrl-C) waits for the

@@ -25,6 +25,8 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newSecretCmd())
 	mcp.AddCommand(a.newEventCmds()...)
 	mcp.AddCommand(a.newAuthCmds()...)
+	mcp.AddCommand(a.newServerEditCmds()...)
+	mcp.AddCommand(a.newToolCmd(), a.newSearchCmd(), a.newImportCmd())
 	return mcp
 }
 
@@ -39,7 +41,9 @@ func (a *app) newMCPConfigureCmd() *cobra.Command {
 		Long: `configure replaces the whole mcp settings object ({"servers":[...]}) with the
 content of FILE, or of stdin for "-". pikod validates it strictly and saves
 nothing if anything is wrong, listing every problem. 'pikoctl mcp config'
-prints the current settings in the same form.`,
+prints the current settings in the same form. The output of 'pikoctl --json
+mcp config' ({"extension","revision","settings",...}) is accepted too: its
+settings are saved only if the stored revision is still the one it names.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := a.readFileArg(args[0])
@@ -49,6 +53,14 @@ prints the current settings in the same form.`,
 			settings, err := jsonObject(in, "the settings")
 			if err != nil {
 				return err
+			}
+			if inner, rev, ok := unwrapSettingsResult(settings); ok {
+				// 'pikoctl --json mcp config' output: its settings, saved
+				// only if nobody changed them since it was read.
+				settings = inner
+				if expectRevision == 0 {
+					expectRevision = rev
+				}
 			}
 			params := contracts.ConfigureParams{
 				Extension:      contracts.ExtensionMCP,
@@ -60,45 +72,79 @@ prints the current settings in the same form.`,
 			if err := a.call(cmd.Context(), contracts.MethodConfigure, params, &raw); err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
-			var res contracts.ConfigureResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.configure result: %w", err)
-			}
-			switch {
-			case res.DryRun && res.Unchanged:
-				fmt.Fprintf(a.stdout, "dry run: mcp settings unchanged: revision %d\n", res.Revision)
-			case res.DryRun:
-				fmt.Fprintf(a.stdout, "dry run: mcp settings are valid and would be saved as revision %d\n", res.Revision)
-			case res.Unchanged:
-				fmt.Fprintf(a.stdout, "mcp settings unchanged: revision %d\n", res.Revision)
-			default:
-				fmt.Fprintf(a.stdout, "saved mcp settings: revision %d\n", res.Revision)
-			}
-			for _, l := range []struct {
-				label string
-				ids   []string
-			}{
-				{"added", res.Added},
-				{"changed", res.Changed},
-				{"removed", res.Removed},
-				{"disconnected", res.Disconnected},
-			} {
-				if len(l.ids) > 0 {
-					fmt.Fprintf(a.stdout, "  %s: %s\n", l.label, clean(strings.Join(l.ids, ", ")))
-				}
-			}
-			for _, w := range res.Widened {
-				fmt.Fprintf(a.stdout, "  widens: %s\n", clean(w))
-			}
-			return nil
+			return a.printConfigureResult(raw)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the changes without saving")
 	cmd.Flags().Uint64Var(&expectRevision, "expect-revision", 0, "fail unless the stored revision is this one (0: don't check)")
 	return cmd
+}
+
+// printConfigureResult prints an extensions.configure result: raw with
+// --json, else the outcome and one line per added, changed, removed and
+// disconnected list and per widened grant.
+func (a *app) printConfigureResult(raw json.RawMessage) error {
+	if a.jsonOut {
+		return printRaw(a.stdout, raw)
+	}
+	var res contracts.ConfigureResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decoding the extensions.configure result: %w", err)
+	}
+	switch {
+	case res.DryRun && res.Unchanged:
+		fmt.Fprintf(a.stdout, "dry run: mcp settings unchanged: revision %d\n", res.Revision)
+	case res.DryRun:
+		fmt.Fprintf(a.stdout, "dry run: mcp settings are valid and would be saved as revision %d\n", res.Revision)
+	case res.Unchanged:
+		fmt.Fprintf(a.stdout, "mcp settings unchanged: revision %d\n", res.Revision)
+	default:
+		fmt.Fprintf(a.stdout, "saved mcp settings: revision %d\n", res.Revision)
+	}
+	for _, l := range []struct {
+		label string
+		ids   []string
+	}{
+		{"added", res.Added},
+		{"changed", res.Changed},
+		{"removed", res.Removed},
+		{"disconnected", res.Disconnected},
+	} {
+		if len(l.ids) > 0 {
+			fmt.Fprintf(a.stdout, "  %s: %s\n", l.label, clean(strings.Join(l.ids, ", ")))
+		}
+	}
+	for _, w := range res.Widened {
+		fmt.Fprintf(a.stdout, "  widens: %s\n", clean(w))
+	}
+	return nil
+}
+
+// unwrapSettingsResult recognises an extensions.settings result (what
+// 'pikoctl --json mcp config' prints) and returns its settings and
+// revision, so that output can be fed back to configure as it is.
+func unwrapSettingsResult(obj json.RawMessage) (json.RawMessage, uint64, bool) {
+	var r struct {
+		Extension *string         `json:"extension"`
+		Revision  *uint64         `json:"revision"`
+		Settings  json.RawMessage `json:"settings"`
+		UpdatedAt *string         `json:"updatedAt"`
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(obj, &keys) != nil || json.Unmarshal(obj, &r) != nil {
+		return nil, 0, false
+	}
+	for k := range keys {
+		switch k {
+		case "extension", "revision", "settings", "updatedAt":
+		default:
+			return nil, 0, false
+		}
+	}
+	if r.Extension == nil || *r.Extension != contracts.ExtensionMCP || r.Revision == nil || len(r.Settings) == 0 {
+		return nil, 0, false
+	}
+	return r.Settings, *r.Revision, true
 }
 
 // readFileArg reads the file named by arg, or stdin for "-".

@@ -1,0 +1,579 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+)
+
+// The one-server commands (add, remove, enable, disable, grant, revoke,
+// edit) are composed on the client: read extensions.settings, change one
+// entry, send the whole object to extensions.configure with the revision
+// that was read. The daemon validates exactly as for 'configure', a save
+// made in between fails with revision_moved instead of being overwritten,
+// and the result (including every widened grant) is printed the same way.
+
+// currentSettings reads the saved mcp settings and their revision.
+func (a *app) currentSettings(ctx context.Context) (*contracts.MCPSettings, uint64, error) {
+	var res contracts.SettingsResult
+	if err := a.call(ctx, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &res); err != nil {
+		return nil, 0, err
+	}
+	var s contracts.MCPSettings
+	if err := json.Unmarshal(res.Settings, &s); err != nil {
+		return nil, 0, fmt.Errorf("decoding the saved settings: %w", err)
+	}
+	return &s, res.Revision, nil
+}
+
+// saveSettings sends s to extensions.configure, checked against rev, and
+// prints the result.
+func (a *app) saveSettings(ctx context.Context, s *contracts.MCPSettings, rev uint64, dryRun bool) error {
+	params := contracts.ConfigureParams{
+		Extension:      contracts.ExtensionMCP,
+		Settings:       s.Canonical(),
+		DryRun:         dryRun,
+		ExpectRevision: rev,
+	}
+	var raw json.RawMessage
+	if err := a.call(ctx, contracts.MethodConfigure, params, &raw); err != nil {
+		return err
+	}
+	return a.printConfigureResult(raw)
+}
+
+// changeServer reads the settings, applies change to the entry of id and
+// saves the result checked against the revision read.
+func (a *app) changeServer(ctx context.Context, id string, dryRun bool, change func(*contracts.ServerSettings) error) error {
+	s, rev, err := a.currentSettings(ctx)
+	if err != nil {
+		return err
+	}
+	i := serverIndex(s, id)
+	if i < 0 {
+		return serverNotFound(id)
+	}
+	if err := change(&s.Servers[i]); err != nil {
+		return err
+	}
+	return a.saveSettings(ctx, s, rev, dryRun)
+}
+
+func serverIndex(s *contracts.MCPSettings, id string) int {
+	return slices.IndexFunc(s.Servers, func(e contracts.ServerSettings) bool { return e.ID == id })
+}
+
+func serverNotFound(id string) error {
+	return contracts.WithHint(
+		contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", id),
+		"'pikoctl mcp status' lists the configured servers; add one with 'pikoctl mcp add'")
+}
+
+func (a *app) newServerEditCmds() []*cobra.Command {
+	return []*cobra.Command{
+		a.newAddCmd(), a.newRemoveCmd(),
+		a.newEnableCmd("enable", true), a.newEnableCmd("disable", false),
+		a.newGrantCmd(), a.newRevokeCmd(), a.newEditCmd(),
+	}
+}
+
+// addFlags are the fields 'mcp add' sets besides the transport.
+type addFlags struct {
+	stdio, disabled, allowPrivate, oauth, dryRun bool
+	httpURL, sseURL, cwd, protocol               string
+	env, headers, roots                          []string
+	tools                                        []string
+	toolsSet                                     bool
+	timeoutMs, maxBytes                          int
+}
+
+func (a *app) newAddCmd() *cobra.Command {
+	var f addFlags
+	cmd := &cobra.Command{
+		Use:   "add ID --stdio [--] CMD [ARGS...] | add ID --http URL | add ID --sse URL",
+		Short: "Add one server to the settings",
+		Long: `add appends one server entry to the mcp settings and saves them the way
+'configure' does: validated strictly, checked against the revision it read,
+with the same report (added, widens). Put -- before the command when its
+arguments start with a dash:
+
+  pikoctl mcp add files --stdio -- npx -y @modelcontextprotocol/server-filesystem /srv/docs
+  pikoctl mcp add learn --http https://learn.example.com/mcp
+
+Nothing is granted: every tool needs approval until you 'grant' it.
+--env and --header take non-secret values only; pikod refuses values that
+look like credentials. Store those with 'pikoctl mcp secret ID' after adding.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.toolsSet = cmd.Flags().Changed("tools")
+			srv, err := f.server(args)
+			if err != nil {
+				return err
+			}
+			s, rev, err := a.currentSettings(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if serverIndex(s, srv.ID) >= 0 {
+				return contracts.WithHint(
+					contracts.Errorf(contracts.ErrAlreadyExists, "server_exists", "server %q is already configured", srv.ID),
+					"change it with 'pikoctl mcp edit "+srv.ID+"', or remove it first with 'pikoctl mcp remove "+srv.ID+"'")
+			}
+			s.Servers = append(s.Servers, srv)
+			return a.saveSettings(cmd.Context(), s, rev, f.dryRun)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.stdio, "stdio", false, "run a local program: CMD and ARGS follow the ID")
+	fl.StringVar(&f.httpURL, "http", "", "a Streamable HTTP endpoint URL")
+	fl.StringVar(&f.sseURL, "sse", "", "a legacy HTTP+SSE endpoint URL")
+	fl.StringVar(&f.cwd, "cwd", "", "absolute working directory (stdio)")
+	fl.StringArrayVar(&f.env, "env", nil, "a non-secret environment variable NAME=VALUE (stdio, repeatable)")
+	fl.StringArrayVar(&f.headers, "header", nil, "a non-secret request header NAME=VALUE (http, sse, repeatable)")
+	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the URL be http or resolve to a private address (http, sse)")
+	fl.BoolVar(&f.oauth, "oauth", false, "sign in with OAuth (discovery and registration; http, sse)")
+	fl.StringSliceVar(&f.tools, "tools", nil, "select only these tools, comma-separated (default: all; \"\" for none)")
+	fl.StringArrayVar(&f.roots, "root", nil, "a file:// root offered to the server (repeatable)")
+	fl.IntVar(&f.timeoutMs, "timeout-ms", 0, fmt.Sprintf("per-request timeout, %d..%d (default %d)", contracts.MinTimeoutMs, contracts.MaxTimeoutMs, contracts.DefaultTimeoutMs))
+	fl.IntVar(&f.maxBytes, "max-bytes", 0, fmt.Sprintf("message and result cap, %d..%d (default %d)", contracts.MinMaxBytes, contracts.MaxMaxBytes, contracts.DefaultMaxBytes))
+	fl.StringVar(&f.protocol, "protocol", "", "legacy, auto or a protocol version to pin")
+	fl.BoolVar(&f.disabled, "disabled", false, "add it disabled (it does not connect at daemon start)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "validate and report the change without saving")
+	return cmd
+}
+
+// server builds the entry from the flags and the positional arguments.
+func (f *addFlags) server(args []string) (contracts.ServerSettings, error) {
+	srv := contracts.ServerSettings{ID: args[0]}
+	n := 0
+	for _, set := range []bool{f.stdio, f.httpURL != "", f.sseURL != ""} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return srv, usageErrorf("give exactly one of --stdio CMD, --http URL or --sse URL")
+	}
+	switch {
+	case f.stdio:
+		if len(args) < 2 {
+			return srv, usageErrorf("--stdio needs the command after the id: add %s --stdio -- CMD [ARGS...]", args[0])
+		}
+		srv.Transport, srv.Command, srv.Args = contracts.TransportStdio, args[1], args[2:]
+		if len(srv.Args) == 0 {
+			srv.Args = nil
+		}
+	case f.httpURL != "":
+		srv.Transport, srv.URL = contracts.TransportHTTP, f.httpURL
+	default:
+		srv.Transport, srv.URL = contracts.TransportSSE, f.sseURL
+	}
+	if !f.stdio && len(args) > 1 {
+		return srv, usageErrorf("unexpected arguments after the id: %q (only --stdio takes a command)", args[1:])
+	}
+	var err error
+	if srv.Env, err = kvMap("--env", f.env); err != nil {
+		return srv, err
+	}
+	if srv.Headers, err = kvMap("--header", f.headers); err != nil {
+		return srv, err
+	}
+	srv.Cwd = f.cwd
+	srv.AllowPrivateNetwork = f.allowPrivate
+	if f.oauth {
+		srv.OAuth = &contracts.OAuthSettings{}
+	}
+	if f.toolsSet {
+		tools := []string{}
+		for _, t := range f.tools {
+			if t = strings.TrimSpace(t); t != "" {
+				tools = append(tools, t)
+			}
+		}
+		srv.Tools = &tools
+	}
+	for _, r := range f.roots {
+		srv.Roots = append(srv.Roots, contracts.Root{URI: r})
+	}
+	srv.TimeoutMs, srv.MaxBytes = f.timeoutMs, f.maxBytes
+	if f.protocol != "" {
+		p := &contracts.Protocol{Pin: f.protocol}
+		if f.protocol == contracts.ProtocolLegacy || f.protocol == contracts.ProtocolAuto {
+			p = &contracts.Protocol{Mode: f.protocol}
+		}
+		srv.Protocol = p
+	}
+	if f.disabled {
+		no := false
+		srv.Enabled = &no
+	}
+	return srv, nil
+}
+
+// kvMap turns repeated NAME=VALUE flags into a map (nil for none).
+func kvMap(flag string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("%s: want NAME=VALUE", flag)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageErrorf("%s: %q is given twice", flag, k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (a *app) newRemoveCmd() *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove one server from the settings (it is disconnected)",
+		Long: `remove deletes one server entry and saves the settings (validated, checked
+against the revision it read). The server is disconnected. Its stored
+credentials stay in the vault until you clear them ('pikoctl mcp secret ID'
+with {}); receipts and actions stay in the ledger.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, rev, err := a.currentSettings(cmd.Context())
+			if err != nil {
+				return err
+			}
+			i := serverIndex(s, args[0])
+			if i < 0 {
+				return serverNotFound(args[0])
+			}
+			s.Servers = slices.Delete(s.Servers, i, i+1)
+			return a.saveSettings(cmd.Context(), s, rev, dryRun)
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the change without saving")
+	return cmd
+}
+
+func (a *app) newEnableCmd(use string, enable bool) *cobra.Command {
+	var dryRun bool
+	short := "Enable a server: it connects at daemon start"
+	if !enable {
+		short = "Disable a server: it is disconnected and does not connect until enabled"
+	}
+	cmd := &cobra.Command{
+		Use:   use + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
+				if enable {
+					s.Enabled = nil // the default
+				} else {
+					no := false
+					s.Enabled = &no
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the change without saving")
+	return cmd
+}
+
+func (a *app) newGrantCmd() *cobra.Command {
+	var read, autonomous, sel, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "grant SERVER TOOL --read|--autonomous|--select",
+		Short: "Grant one tool: run without approval (--read, --autonomous) or only select it (--select)",
+		Long: `grant changes how one tool of SERVER may run, and saves the settings the way
+'configure' does (the report names the grant it widens):
+
+  --read        readOnlyTools: runs without approval, with an mcp_read receipt
+  --autonomous  autonomousTools: runs without approval, with an
+                mcp_autonomous receipt (needs an explicit tools list)
+  --select      selected but approval-required (removes a read or
+                autonomous grant)
+
+With an explicit tools list, TOOL is added to it. A grant covers the tool's
+definition as it is when you save; a changed definition suspends it until
+'pikoctl mcp trust'.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n := 0
+			for _, b := range []bool{read, autonomous, sel} {
+				if b {
+					n++
+				}
+			}
+			if n != 1 {
+				return usageErrorf("give exactly one of --read, --autonomous or --select")
+			}
+			tool := args[1]
+			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
+				if autonomous && s.Tools == nil {
+					return contracts.WithHint(
+						contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
+							"server %q selects every tool (no tools list), and autonomousTools needs an explicit one", s.ID),
+						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...]), then grant again")
+				}
+				if s.Tools != nil && !slices.Contains(*s.Tools, tool) {
+					t := append(slices.Clone(*s.Tools), tool)
+					s.Tools = &t
+				}
+				s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
+				s.AutonomousTools = without(s.AutonomousTools, tool)
+				switch {
+				case read:
+					s.ReadOnlyTools = append(s.ReadOnlyTools, tool)
+				case autonomous:
+					s.AutonomousTools = append(s.AutonomousTools, tool)
+				}
+				return nil
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&read, "read", false, "run without approval, as a read (readOnlyTools)")
+	fl.BoolVar(&autonomous, "autonomous", false, "run without approval (autonomousTools)")
+	fl.BoolVar(&sel, "select", false, "select it, approval required")
+	fl.BoolVar(&dryRun, "dry-run", false, "validate and report the change without saving")
+	return cmd
+}
+
+func (a *app) newRevokeCmd() *cobra.Command {
+	var deselect, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "revoke SERVER TOOL [--deselect]",
+		Short: "Take back a tool's grant: every call needs approval again",
+		Long: `revoke removes TOOL from readOnlyTools and autonomousTools, so each of its
+calls becomes a prepared action again. With --deselect it is also removed
+from the tools list and cannot be called at all (needs an explicit list).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tool := args[1]
+			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
+				s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
+				s.AutonomousTools = without(s.AutonomousTools, tool)
+				if deselect {
+					if s.Tools == nil {
+						return contracts.WithHint(
+							contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
+								"server %q selects every tool (no tools list): one cannot be deselected", s.ID),
+							"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...])")
+					}
+					t := without(*s.Tools, tool)
+					if t == nil {
+						t = []string{}
+					}
+					s.Tools = &t
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&deselect, "deselect", false, "also remove it from the tools list")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the change without saving")
+	return cmd
+}
+
+// without returns list without name (nil when nothing is left).
+func without(list []string, name string) []string {
+	var out []string
+	for _, v := range list {
+		if v != name {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (a *app) newEditCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "edit [SERVER]",
+		Short: "Edit the settings (or one server's entry) in $EDITOR, validated before saving",
+		Long: `edit writes the settings, or only SERVER's entry, to a private temporary
+file, opens it in $VISUAL or $EDITOR (default vi), and saves what you wrote
+the way 'configure' does, checked against the revision it read. If pikod
+refuses it, the problems are shown and, at a terminal, you are asked to edit
+again with your text kept; otherwise the file is kept and named so nothing is
+lost. If someone saved the settings in between (revision_moved), your text is
+kept in the named file: run edit again and re-apply it.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			return a.edit(cmd.Context(), id)
+		},
+	}
+	return cmd
+}
+
+// edit runs the edit loop for the whole settings (id "") or one entry.
+func (a *app) edit(ctx context.Context, id string) error {
+	s, rev, err := a.currentSettings(ctx)
+	if err != nil {
+		return err
+	}
+	var orig []byte
+	if id == "" {
+		orig, err = indentJSON(s.Canonical())
+	} else {
+		i := serverIndex(s, id)
+		if i < 0 {
+			return serverNotFound(id)
+		}
+		one := contracts.MCPSettings{Servers: []contracts.ServerSettings{s.Servers[i]}}
+		var wrapper struct {
+			Servers []json.RawMessage `json:"servers"`
+		}
+		if err = json.Unmarshal(one.Canonical(), &wrapper); err == nil {
+			orig, err = indentJSON(wrapper.Servers[0])
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("formatting the settings: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "pikoctl-edit-")
+	if err != nil {
+		return fmt.Errorf("creating a private temporary directory: %w", err)
+	}
+	name := "mcp-settings.json"
+	if id != "" {
+		name = "mcp-server-" + id + ".json"
+	}
+	path := filepath.Join(dir, name)
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	for {
+		if err := a.runEditor(ctx, path); err != nil {
+			keep = true
+			return fmt.Errorf("%w (your text is kept in %s)", err, path)
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if bytes.Equal(bytes.TrimSpace(text), bytes.TrimSpace(orig)) {
+			fmt.Fprintln(a.stdout, "no changes: nothing was saved")
+			return nil
+		}
+		next, err := editedSettings(s, id, text)
+		if err == nil {
+			err = a.saveRaw(ctx, next, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		var ce *contracts.Error
+		retry := !errors.As(err, &ce) || ce.Reason() != "revision_moved"
+		if !retry || !a.stdinIsTerminal() {
+			keep = true
+			// Said here: report prints a daemon error's own hint only.
+			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s: fix it and pass it to 'pikoctl mcp configure', or edit again\n", path)
+			return err
+		}
+		a.report(err, "pikoctl mcp edit")
+		tty, terr := a.openTTY()
+		if terr != nil {
+			keep = true
+			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s\n", path)
+			return &statusExit{code: exitFailure, msg: "edit abandoned"}
+		}
+		ans, aerr := tty.Ask("edit again? [Y/n] ")
+		tty.Close()
+		if aerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(ans)), "n") {
+			keep = true
+			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s\n", path)
+			return &statusExit{code: exitFailure, msg: "edit abandoned"}
+		}
+	}
+}
+
+// editedSettings turns the edited text into the settings object to send:
+// the whole text, or the other entries plus the edited one.
+func editedSettings(s *contracts.MCPSettings, id string, text []byte) (json.RawMessage, error) {
+	obj, err := jsonObject(text, "the edited file")
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return obj, nil
+	}
+	var servers []json.RawMessage
+	var whole struct {
+		Servers []json.RawMessage `json:"servers"`
+	}
+	if err := json.Unmarshal(s.Canonical(), &whole); err != nil {
+		return nil, err
+	}
+	for i, e := range s.Servers {
+		if e.ID == id {
+			servers = append(servers, obj)
+		} else {
+			servers = append(servers, whole.Servers[i])
+		}
+	}
+	return json.Marshal(map[string]any{"servers": servers})
+}
+
+// saveRaw sends settings as they are to extensions.configure.
+func (a *app) saveRaw(ctx context.Context, settings json.RawMessage, rev uint64) error {
+	var raw json.RawMessage
+	params := contracts.ConfigureParams{Extension: contracts.ExtensionMCP, Settings: settings, ExpectRevision: rev}
+	if err := a.call(ctx, contracts.MethodConfigure, params, &raw); err != nil {
+		return err
+	}
+	return a.printConfigureResult(raw)
+}
+
+// runEditor runs $VISUAL or $EDITOR (split at spaces, no shell) on path
+// with pikoctl's own terminal.
+func (a *app) runEditor(ctx context.Context, path string) error {
+	ed := a.getenv("VISUAL")
+	if ed == "" {
+		ed = a.getenv("EDITOR")
+	}
+	if ed == "" {
+		ed = "vi"
+	}
+	argv := strings.Fields(ed)
+	c := exec.CommandContext(ctx, argv[0], append(argv[1:], path)...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if f, ok := a.stdin.(*os.File); ok {
+		c.Stdin = f
+	}
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("running the editor %q: %w", argv[0], err)
+	}
+	return nil
+}
+
+func indentJSON(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
