@@ -211,6 +211,8 @@ func Run(ctx context.Context, cfg Config) error {
 		// Text from servers is redacted before anything cuts it.
 		Redact: cfg.Redactor.Text,
 		Event:  d.events.publish,
+		// Elicitations and samplings wait for the owner in the queue.
+		ServerRequest: d.serverRequest,
 	})
 	defer func() {
 		d.sup.Close()
@@ -250,6 +252,8 @@ type daemon struct {
 	sources *approvals.SourceStore
 	// events delivers the supervisor's events to watching connections.
 	events *events
+	// requests are the server requests waiting for the owner.
+	requests requestQueue
 	// red removes known credential values from everything that leaves
 	// the daemon or is stored; the vault's records feed it.
 	red     *vault.Redactor

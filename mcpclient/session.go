@@ -124,8 +124,10 @@ type conn struct {
 	closeOnce sync.Once
 	lost      atomic.Pointer[string]
 
-	// progress routes notifications/progress to the calls in flight.
+	// progress routes notifications/progress to the calls in flight;
+	// calls are those calls, for the server requests that belong to them.
 	progress progressRoutes
+	calls    callSet
 	// noise meters what the server sends unasked against its budgets.
 	noise *noise
 }
@@ -579,7 +581,7 @@ func (c *conn) open(listen bool) error {
 	}
 	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
 	c.client = client.NewClient(tr)
-	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: mcp.ClientCapabilities{}, logLevel: s.currentLogLevel}
+	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: clientCapabilities(&s.cfg), logLevel: s.currentLogLevel}
 	if c.proc != nil {
 		c.raw.written = c.proc.StdinWritten
 	}
@@ -591,6 +593,11 @@ func (c *conn) open(listen bool) error {
 			return s.needsAuth(ch)
 		}
 		return fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
+	}
+	// Server requests (roots, elicitation, sampling, ping) are pikod's to
+	// answer, not mcp-go's handlers': replaces the client's handler.
+	if b, ok := tr.(transport.BidirectionalInterface); ok {
+		b.SetRequestHandler(c.serveRequest)
 	}
 	replaced := &atomic.Bool{}
 	c.replaced = replaced
