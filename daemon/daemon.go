@@ -42,6 +42,10 @@ type Config struct {
 	// OAuthFlowLifetime bounds how long a browser sign-in waits for its
 	// callback; 0 means mcpclient.FlowLifetime (10 minutes).
 	OAuthFlowLifetime time.Duration
+	// RequestLimit bounds how long a server request waits for the owner
+	// (the call it belongs to may end it sooner); default
+	// DefaultRequestLimit.
+	RequestLimit time.Duration
 }
 
 // DBPath returns the database file of a state directory.

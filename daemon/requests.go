@@ -31,9 +31,17 @@ const (
 	maxAnswerText = 64 << 10
 )
 
-// requestLimit is how long a server request waits for the owner at most
-// (the call it belongs to may end it earlier). A variable for tests.
-var requestLimit = 10 * time.Minute
+// DefaultRequestLimit is how long a server request waits for the owner at
+// most (the call it belongs to may end it earlier); Config.RequestLimit
+// changes it.
+const DefaultRequestLimit = 10 * time.Minute
+
+func (d *daemon) requestLimit() time.Duration {
+	if d.cfg.RequestLimit > 0 {
+		return d.cfg.RequestLimit
+	}
+	return DefaultRequestLimit
+}
 
 // requestQueue holds the server requests (elicitation, sampling) that wait
 // for the owner, and the last decided ones. Answers come only through
@@ -73,11 +81,11 @@ func newRequestID() string {
 // passes.
 func (d *daemon) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (json.RawMessage, error) {
 	q := &d.requests
-	now := time.Now().UTC()
+	now, limit := time.Now().UTC(), d.requestLimit()
 	p := &pendingRequest{params: r.Params, answer: make(chan decision, 1)}
 	p.info = contracts.ServerRequestInfo{ID: newRequestID(), Server: r.Server, Method: r.Method, State: contracts.RequestPending,
 		Tool: d.red.Text(r.Tool), InputRequired: r.InputRequired,
-		CreatedAt: now.Format(time.RFC3339Nano), ExpiresAt: now.Add(requestLimit).Format(time.RFC3339Nano)}
+		CreatedAt: now.Format(time.RFC3339Nano), ExpiresAt: now.Add(limit).Format(time.RFC3339Nano)}
 	if err := d.describeRequest(p); err != nil {
 		return nil, err
 	}
@@ -105,7 +113,7 @@ func (d *daemon) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (
 		r.Asking(p.info.ID, fmt.Sprintf("the server asks: %s — answer with `pikoctl mcp respond %s`", clipText(p.info.Message, 200), p.info.ID))
 	}
 
-	timer := time.NewTimer(requestLimit)
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var why string
 	select {
@@ -114,7 +122,7 @@ func (d *daemon) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (
 	case <-ctx.Done():
 		why = "the call it belongs to ended (or its connection did) before the owner answered"
 	case <-timer.C:
-		why = fmt.Sprintf("the owner did not answer within %s", requestLimit)
+		why = fmt.Sprintf("the owner did not answer within %s", limit)
 	}
 	if !q.finish(p, contracts.RequestExpired, why) {
 		// Decided in the meantime: the decision stands.

@@ -262,7 +262,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 			log.Info().Err(err).Msg("tool call ended without a result")
 			return nil, err
 		}
-		next, err := s.continueWithInput(ctx, c, track, params, ans.raw)
+		next, err := s.continueWithInput(ctx, c, track, fwd, params, ans.raw)
 		if err != nil {
 			err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
 			log.Info().Err(err).Msg("tool call ended without a result")
@@ -360,7 +360,7 @@ func (s *Supervisor) sendAndWait(ctx context.Context, sess *session, c *conn, tr
 // the original params with inputResponses and the requestState echoed
 // verbatim. An input request refused, or left unanswered until it
 // expired, ends the call: failed, with that reason.
-func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *callTrack, params, result json.RawMessage) (json.RawMessage, error) {
+func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *callTrack, fwd *forwarder, params, result json.RawMessage) (json.RawMessage, error) {
 	var ir struct {
 		InputRequests map[string]struct {
 			Method string          `json:"method"`
@@ -389,7 +389,19 @@ func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *call
 	responses := map[string]json.RawMessage{}
 	var failed []string
 	for range ir.InputRequests {
-		g := <-results
+		var g got
+	wait:
+		for {
+			select {
+			case g = <-results:
+				break wait
+			case <-track.signal:
+				// What the owner is asked shows in the call's progress.
+				if n := track.note.Swap(nil); n != nil {
+					fwd.offer(*n)
+				}
+			}
+		}
 		if g.err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %s", s.clip(g.key, 100), asRequestError(g.err).Message))
 			continue
