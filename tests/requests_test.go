@@ -189,7 +189,7 @@ func TestRequestsEverything(t *testing.T) {
 	for _, id := range []string{"ev-stdio", "ev-http"} {
 		t.Run(id, func(t *testing.T) {
 			res := callTool(t, d, id, "get-roots-list", `{}`)
-			if res.Status != contracts.CallCompleted || !strings.Contains(fmt.Sprint(res.Content), rootURI) || !strings.Contains(fmt.Sprint(res.Content), "project") {
+			if res.Status != contracts.CallCompleted || !strings.Contains(string(res.Content), rootURI) || !strings.Contains(string(res.Content), "project") {
 				t.Errorf("get-roots-list: %+v, want the configured root", res)
 			}
 
@@ -281,7 +281,7 @@ func TestUndeclaredRefused(t *testing.T) {
 	if res.Status == contracts.CallCompleted && !res.IsError {
 		t.Errorf("ask without elicitation: %+v, want the tool to fail", res)
 	}
-	if !strings.Contains(fmt.Sprint(res.Content)+fmt.Sprint(res.Error), "did not declare elicitation") {
+	if !strings.Contains(string(res.Content)+fmt.Sprint(res.Error), "did not declare elicitation") {
 		t.Errorf("ask without elicitation: %+v (error %+v), want pikod's refusal passed on", res, res.Error)
 	}
 	var list contracts.RequestsResult
