@@ -698,7 +698,11 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 		if s.cfg.Transport == contracts.TransportSSE {
 			// Never WithHTTPTimeout-style client timeouts: contexts bound
 			// every request, and the SSE stream must stay open.
-			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(c.hc),
+			// Server requests arrive on the event stream; mcp-go drops
+			// them, so sseTap takes them out and answers them.
+			tapped := *c.hc
+			tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
+			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(&tapped),
 				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
 		}
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(c.hc)}

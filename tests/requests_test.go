@@ -163,12 +163,13 @@ func TestInputRequiredUnanswered(t *testing.T) {
 }
 
 // TestRequestsEverything: server-everything's roots, elicitation and
-// sampling tools end to end, over stdio and Streamable HTTP, a pty
+// sampling tools end to end, over stdio, Streamable HTTP and legacy SSE, a pty
 // answering; decline, cancel, expiry with the call, a second answer.
 func TestRequestsEverything(t *testing.T) {
 	dir := interopDir(t)
 	everything := filepath.Join(dir, "node_modules", ".bin", "mcp-server-everything")
 	httpSrv := startEverythingHTTP(t, everything, "streamableHttp")
+	sseSrv := startEverythingHTTP(t, everything, "sse")
 	root := t.TempDir()
 	rootURI := "file://" + root
 	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o600); err != nil {
@@ -181,12 +182,13 @@ func TestRequestsEverything(t *testing.T) {
 	servers := []srv{
 		enabled(srv{"id": "ev-stdio", "transport": "stdio", "command": everything, "args": []string{"stdio"}}),
 		enabled(srv{"id": "ev-http", "transport": "http", "url": httpSrv.url("/mcp"), "allowPrivateNetwork": true}),
+		enabled(srv{"id": "ev-sse", "transport": "sse", "url": sseSrv.url("/sse"), "allowPrivateNetwork": true}),
 		{"id": "ev-plain", "transport": "stdio", "command": everything, "args": []string{"stdio"}},
 	}
 	d := startDaemon(t)
 	configureMCP(t, d, mcpSettings(t, servers...))
 
-	for _, id := range []string{"ev-stdio", "ev-http"} {
+	for _, id := range []string{"ev-stdio", "ev-http", "ev-sse"} {
 		t.Run(id, func(t *testing.T) {
 			res := callTool(t, d, id, "get-roots-list", `{}`)
 			if res.Status != contracts.CallCompleted || !strings.Contains(string(res.Content), rootURI) || !strings.Contains(string(res.Content), "project") {
