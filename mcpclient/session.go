@@ -705,7 +705,9 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(&tapped),
 				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
 		}
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(c.hc)}
+		tapped := *c.hc
+		tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&tapped)}
 		if listen {
 			//lint:ignore SA1019 the legacy era (what this connection speaks) delivers list_changed and server requests on this GET stream.
 			opts = append(opts, transport.WithContinuousListening())

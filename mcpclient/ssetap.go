@@ -14,14 +14,19 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// The legacy HTTP+SSE transport of mcp-go reads server requests off the
-// SSE stream and drops them (it only matches responses to its own
-// requests). sseTap takes them out of the stream before mcp-go sees it and
-// answers them itself, with a POST to the endpoint the server named, as
-// the transport's own messages go.
+// Server requests over HTTP are pikod's to answer. The legacy HTTP+SSE
+// transport of mcp-go reads them off the SSE stream and drops them (it
+// only matches responses to its own requests); the Streamable HTTP one
+// answers them, but gives the answer at most 30 s. sseTap takes them out
+// of the event streams before mcp-go sees them and answers them itself:
+// with a POST to the endpoint the server named (SSE), or to the server's
+// URL in its session (Streamable HTTP), as the transports' own messages
+// go.
 
-// sseTap is the RoundTripper of an SSE connection's HTTP client: the
-// event stream of its GET passes through sseFilter.
+// sseTap is the RoundTripper of an http or sse connection's HTTP client:
+// every event stream it receives (the SSE transport's GET; a Streamable
+// HTTP POST's response stream and its GET stream) passes through
+// sseFilter.
 type sseTap struct {
 	next http.RoundTripper
 	c    *conn
@@ -29,7 +34,7 @@ type sseTap struct {
 
 func (t *sseTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
+	if err != nil || resp.StatusCode != http.StatusOK ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return resp, err
 	}
@@ -143,19 +148,33 @@ func (c *conn) sseRequest(_, method string, rawID, params json.RawMessage) {
 	}()
 }
 
-// postToEndpoint POSTs one message to the SSE transport's endpoint.
+// postToEndpoint POSTs one message as the transport's own messages go:
+// to the SSE transport's endpoint, or to a Streamable HTTP server's URL
+// in its session.
 func (c *conn) postToEndpoint(body []byte) error {
-	sse, ok := c.client.GetTransport().(*transport.SSE)
-	if !ok || sse.GetEndpoint() == nil {
+	target, session := "", ""
+	switch tr := c.client.GetTransport().(type) {
+	case *transport.SSE:
+		if tr.GetEndpoint() == nil {
+			return errNoEndpoint
+		}
+		target = tr.GetEndpoint().String()
+	case *transport.StreamableHTTP:
+		target, session = c.s.cfg.URL, tr.GetSessionId()
+	default:
 		return errNoEndpoint
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, time.Duration(c.s.cfg.Timeout())*time.Millisecond)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sse.GetEndpoint().String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set(transport.HeaderKeySessionID, session)
+	}
 	if v := c.raw.protocolVersion(); v != "" {
 		req.Header.Set(transport.HeaderKeyProtocolVersion, v)
 	}
