@@ -365,9 +365,6 @@ func (s *session) status() contracts.ServerStatus {
 	defer s.mu.Unlock()
 	st := contracts.ServerStatus{ID: s.cfg.ID, Enabled: s.cfg.IsEnabled(), Transport: s.cfg.Transport,
 		State: s.state, LastError: s.lastErr}
-	if s.cfg.Transport == contracts.TransportSSE {
-		st.Notes = append(st.Notes, sseLimitation)
-	}
 	lp := s.lastProc
 	if c := s.conn; c != nil {
 		st.ProtocolVersion = c.protocol
@@ -413,8 +410,6 @@ func (s *session) status() contracts.ServerStatus {
 	}
 	return st
 }
-
-const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
 
 // dial makes one connection and, with staged, proves the staged grant
 // with it and commits the grant once the connection is up. A server that
