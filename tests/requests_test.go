@@ -112,6 +112,7 @@ func TestInputRequired(t *testing.T) {
 	}
 	configureMCP(t, d, mcpSettings(t, modern("fx").with("elicitation", true), modern("plain")))
 
+	w := watch(t, d, contracts.WatchParams{Kinds: []string{contracts.EventRequest}})
 	call := ctlProgress(t, d, `{}`, "mcp", "call", "fx", "ask")
 	req := waitPending(t, d, "fx")
 	if req.Kind != contracts.RequestKindElicitation || req.Mode != contracts.ElicitForm || req.Tool != "ask" || !req.InputRequired ||
@@ -125,6 +126,17 @@ func TestInputRequired(t *testing.T) {
 	}
 	if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "hello Ada") {
 		t.Fatalf("the call exited %d; stdout %q, terminal %q; want it completed with the answer", code, call.stdout.String(), call.tty.String())
+	}
+	for _, state := range []string{contracts.RequestPending, contracts.RequestAnswered} {
+		w.waitFor("a request event "+state, func(ev contracts.EventParams) bool {
+			var data contracts.RequestEventData
+			return ev.Server == "fx" && json.Unmarshal(ev.Data, &data) == nil && data.ID == req.ID && data.State == state
+		})
+	}
+	for _, ev := range w.all() {
+		if strings.Contains(string(ev.Data), "Ada") {
+			t.Errorf("a request event carries the answer: %s", ev.Data)
+		}
 	}
 
 	out, code = respondOnPTY(t, d, req, "", nil)
@@ -241,6 +253,32 @@ func TestRequestsEverything(t *testing.T) {
 			}
 			if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "hi from the owner") {
 				t.Errorf("sampling call: exit %d, stdout %q", code, call.stdout.String())
+			}
+
+			if id == "ev-stdio" {
+				// A local tool proposes; the owner sends the proposal.
+				call = ctlProgress(t, d, `{"prompt":"say hi","maxTokens":50}`, "mcp", "call", id, "trigger-sampling-request")
+				req = waitPending(t, d, id)
+				d.call(t, contracts.MethodMCPRequestsPropose, contracts.ProposeParams{RequestID: req.ID, Text: "proposed by a tool"})
+				if call.exited() {
+					t.Fatalf("the call ended on a proposal alone: stdout %q", call.stdout.String())
+				}
+				p := ctlTTY(t, d, "mcp", "respond", req.ID)
+				p.waitFor(t, "(a/d/c): ")
+				p.typeLine(t, "a")
+				p.waitFor(t, "as it is? (y/N): ")
+				p.typeLine(t, "y")
+				if out, code := p.wait(t); code != 0 || !strings.Contains(out, "proposed by a tool") {
+					t.Fatalf("respond with the proposal: exit %d; terminal:\n%s", code, out)
+				}
+				if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "proposed by a tool") {
+					t.Errorf("sampling call with the proposal: exit %d, stdout %q", code, call.stdout.String())
+				}
+				// Out of bounds: refused at once, never queued.
+				res := callTool(t, d, id, "trigger-sampling-request", `{"prompt":"long","maxTokens":20000}`)
+				if !strings.Contains(string(res.Content)+fmt.Sprint(res.Error), "maxTokens must be 1 to 16384") {
+					t.Errorf("maxTokens 20000: %+v (error %+v), want the bound named", res, res.Error)
+				}
 			}
 
 			// Expiry with the call: the call is interrupted while the
