@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -192,7 +193,8 @@ func TestRequestsEverything(t *testing.T) {
 			"readOnlyTools", []string{"get-roots-list", "trigger-elicitation-request", "trigger-sampling-request", "trigger-url-elicitation"})
 	}
 	servers := []srv{
-		enabled(srv{"id": "ev-stdio", "transport": "stdio", "command": everything, "args": []string{"stdio"}}),
+		// A short timeoutMs: the owner's time must not count against it.
+		enabled(srv{"id": "ev-stdio", "transport": "stdio", "command": everything, "args": []string{"stdio"}, "timeoutMs": 8000}),
 		enabled(srv{"id": "ev-http", "transport": "http", "url": httpSrv.url("/mcp"), "allowPrivateNetwork": true}),
 		enabled(srv{"id": "ev-sse", "transport": "sse", "url": sseSrv.url("/sse"), "allowPrivateNetwork": true}),
 		{"id": "ev-plain", "transport": "stdio", "command": everything, "args": []string{"stdio"}},
@@ -211,6 +213,11 @@ func TestRequestsEverything(t *testing.T) {
 			call := ctlProgress(t, d, `{}`, "mcp", "call", id, "trigger-elicitation-request")
 			req := waitPending(t, d, id)
 			call.tty.waitFor(t, "answer with `pikoctl mcp respond "+req.ID+"`", call.done)
+			if id == "ev-stdio" {
+				// Longer than the server's timeoutMs: the call waits for the
+				// owner, not for its timeout.
+				time.Sleep(9 * time.Second)
+			}
 			out, code := respondOnPTY(t, d, req, "a", map[string]string{"name": "Ada Lovelace"})
 			if code != 0 {
 				t.Fatalf("respond: exit %d; terminal:\n%s", code, out)
