@@ -281,6 +281,21 @@ func TestRequestsEverything(t *testing.T) {
 				if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "proposed by a tool") {
 					t.Errorf("sampling call with the proposal: exit %d, stdout %q", code, call.stdout.String())
 				}
+				// A url elicitation: the URL and its domain are shown, never
+				// opened; accepting sends no content.
+				call = ctlProgress(t, d, `{"url":"https://login.example.com/verify?x=1","message":"verify here"}`, "mcp", "call", id, "trigger-url-elicitation")
+				req = waitPending(t, d, id)
+				if req.Mode != contracts.ElicitURL || req.Domain != "login.example.com" || req.URL != "https://login.example.com/verify?x=1" {
+					t.Errorf("url elicitation %+v, want the url and its domain", req)
+				}
+				out, code := respondOnPTY(t, d, req, "a", nil)
+				if code != 0 || !strings.Contains(out, "domain:    login.example.com") || !strings.Contains(out, "pikod never opens it") {
+					t.Errorf("respond to the url elicitation: exit %d; terminal:\n%s", code, out)
+				}
+				if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "User completed the URL elicitation flow") {
+					t.Errorf("url elicitation call: exit %d, stdout %q", code, call.stdout.String())
+				}
+
 				// Out of bounds: refused at once, never queued.
 				res := callTool(t, d, id, "trigger-sampling-request", `{"prompt":"long","maxTokens":20000}`)
 				if !strings.Contains(string(res.Content)+fmt.Sprint(res.Error), "maxTokens must be 1 to 16384") {
