@@ -89,6 +89,10 @@ type ProgressParams struct {
 	Progress  float64         `json:"progress"`
 	Total     float64         `json:"total,omitempty"`
 	Message   string          `json:"message,omitempty"`
+	// ServerRequest, when set, is the id of a server request the call
+	// waits on: Message then says what the server asks and how to answer
+	// ('pikoctl mcp respond ID').
+	ServerRequest string `json:"serverRequest,omitempty"`
 }
 
 // SourceReadParams is the params of source.read: a window of a retained

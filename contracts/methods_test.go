@@ -63,13 +63,14 @@ func TestMethodTableUnique(t *testing.T) {
 // with its params type.
 func TestTerminalOnlyParamsCarryPassphrase(t *testing.T) {
 	params := map[string]any{
-		MethodMCPActionsApprove: ApproveParams{},
-		MethodMCPTrust:          TrustParams{},
-		MethodPassphrase:        PassphraseParams{},
+		MethodMCPActionsApprove:  ApproveParams{},
+		MethodMCPTrust:           TrustParams{},
+		MethodPassphrase:         PassphraseParams{},
+		MethodMCPRequestsRespond: RespondParams{},
 	}
 	// Reserved methods not served yet; each needs its params type here
 	// when it is.
-	notYet := map[string]bool{MethodMCPRequestsRespond: true, MethodMCPResume: true}
+	notYet := map[string]bool{MethodMCPResume: true}
 	for _, m := range MethodTable {
 		if !m.TerminalOnly() || notYet[m.Name] {
 			continue

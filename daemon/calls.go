@@ -177,17 +177,6 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 			break
 		}
 		res.OriginalResultSourceID = meta.ID
-		if out.InputRequired {
-			// A 2026-07-28 server asking for input before it finishes: not
-			// completed. What it asked (and its requestState) stays in the
-			// retained source for the day pikod can answer.
-			res.Status, state = contracts.CallFailed, contracts.ActionFailed
-			res.Error = contracts.ToError(contracts.WithHint(
-				contracts.Errorf(contracts.ErrFailedPrecondition, "input_required", "the server asked for input pikod cannot give yet"),
-				"its request is kept: 'pikoctl mcp source "+meta.ID+"' shows what it asked for"))
-			reason = res.Error.Message
-			break
-		}
 		content, structured, isError, truncated, perr := approvals.Preview(text, approvals.PreviewLimits{})
 		if perr != nil {
 			res.Status, state = contracts.CallFailed, contracts.ActionFailed

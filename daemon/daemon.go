@@ -42,6 +42,10 @@ type Config struct {
 	// OAuthFlowLifetime bounds how long a browser sign-in waits for its
 	// callback; 0 means mcpclient.FlowLifetime (10 minutes).
 	OAuthFlowLifetime time.Duration
+	// RequestLimit bounds how long a server request waits for the owner
+	// (the call it belongs to may end it sooner); default
+	// DefaultRequestLimit.
+	RequestLimit time.Duration
 }
 
 // DBPath returns the database file of a state directory.
@@ -211,6 +215,8 @@ func Run(ctx context.Context, cfg Config) error {
 		// Text from servers is redacted before anything cuts it.
 		Redact: cfg.Redactor.Text,
 		Event:  d.events.publish,
+		// Elicitations and samplings wait for the owner in the queue.
+		ServerRequest: d.serverRequest,
 	})
 	defer func() {
 		d.sup.Close()
@@ -250,6 +256,8 @@ type daemon struct {
 	sources *approvals.SourceStore
 	// events delivers the supervisor's events to watching connections.
 	events *events
+	// requests are the server requests waiting for the owner.
+	requests requestQueue
 	// red removes known credential values from everything that leaves
 	// the daemon or is stored; the vault's records feed it.
 	red     *vault.Redactor

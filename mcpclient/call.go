@@ -74,12 +74,9 @@ type CallOutcome struct {
 	Result json.RawMessage
 	// IsError is the result's isError.
 	IsError bool
-	// InputRequired is set when the server answered with a 2026-07-28
-	// input_required result: it needs input (an elicitation, a sampling,
-	// the roots) before it can finish, which pikod cannot give yet. The
-	// call did not complete; Result keeps the inputRequests and the
-	// requestState a retry would echo.
-	InputRequired bool
+	// inputRequired is set on a 2026-07-28 input_required result, which
+	// Call answers itself (a returned outcome never has it).
+	inputRequired bool
 	// OutputSchemaError describes how structuredContent fails the tool's
 	// outputSchema ("" when it matches, or the tool has none, or the result
 	// is an error). The result is returned all the same: a mismatch is
@@ -102,9 +99,13 @@ type CallOutcome struct {
 // On a 2026-07-28 Streamable HTTP connection the request also carries the
 // Mcp-Param-* headers the tool's x-mcp-header annotations declare; an
 // argument no such header can carry is refused with nothing sent. A result
-// whose resultType is input_required comes back with InputRequired set
-// (not an outcome); any resultType pikod does not know is an invalid
-// result (ErrOutcomeUnknown, reason invalid_result).
+// whose resultType is input_required is answered: its input requests wait
+// for the owner (Options.ServerRequest; the call's timeout is paused
+// meanwhile), then the same call goes again with inputResponses and the
+// requestState, as often as the server asks (at most 10 rounds); an input
+// refused or left unanswered until it expired ends the call with
+// ErrFailedPrecondition, reason input_not_given. Any resultType pikod does
+// not know is an invalid result (ErrOutcomeUnknown, reason invalid_result).
 //
 // The call may take timeoutMs; every progress notification extends that to
 // timeoutMs from its arrival, never past HardMax from the start. A call
@@ -203,82 +204,233 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	if err := ctx.Err(); err != nil {
 		return nil, s.beforeSending(req, err)
 	}
+	track := newCallTrack(tool.OriginalName)
+	c.calls.add(track)
+	defer c.calls.remove(track)
+	start := time.Now()
+	what := "tools/call " + s.clip(tool.OriginalName, 200)
+	log := sess.log.With().Str("tool", tool.OriginalName).Logger()
+	var (
+		ans    wireAnswer
+		out    *CallOutcome
+		rounds int
+	)
+	for {
+		var expired string
+		ans, expired = s.sendAndWait(ctx, sess, c, track, params, opts, updates, fwd, timeout, hardMax)
+		if ans.err != nil {
+			var err error
+			switch {
+			case expired != "" && notSentRequest(ans.err) && rounds == 0:
+				// The transport could not take the request in time (a
+				// connection that would not open): nothing left, and the
+				// connection is no good.
+				why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.cfg.Timeout())
+				sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
+				err = contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
+					"%s on %q: %s; nothing was sent", what, sess.cfg.ID, why),
+					"'pikoctl mcp status "+sess.cfg.ID+"' shows why; the call had no effect and can be made again once the server is back"))
+			case expired != "":
+				err = contracts.WithHint(contracts.WithReason(fmt.Errorf("%s on %q %s; the outcome is unknown and pikod will not retry it: %w",
+					what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
+					"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
+			default:
+				err = s.requestError(sess, c, what, ans.err)
+			}
+			log.Info().Err(err).Dur("elapsed", time.Since(start)).Msg("tool call ended without a result")
+			return nil, err
+		}
+		var err error
+		out, err = s.outcome(tool, ans.raw)
+		if err != nil {
+			err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
+			log.Info().Err(err).Msg("tool call answered with an unreadable result")
+			return nil, err
+		}
+		if !out.inputRequired {
+			break
+		}
+		// A 2026-07-28 server needs input before it finishes: its input
+		// requests are asked (the owner answers elicitations and
+		// samplings), then the same call goes again with the answers and
+		// the server's requestState, as the revision says. This is the
+		// protocol's continuation of the one call, not a retry.
+		rounds++
+		if rounds > maxInputRounds {
+			err := contracts.WithReason(fmt.Errorf("%s on %q: the server still asked for input after %d rounds; pikod gave up: %w",
+				what, sess.cfg.ID, maxInputRounds, contracts.ErrUpstream), "input_rounds_exceeded")
+			log.Info().Err(err).Msg("tool call ended without a result")
+			return nil, err
+		}
+		next, err := s.continueWithInput(ctx, c, track, fwd, params, ans.raw)
+		if err != nil {
+			err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
+			log.Info().Err(err).Msg("tool call ended without a result")
+			return nil, err
+		}
+		params = next
+	}
+	if sess.cfg.Transport != contracts.TransportStdio {
+		s.auth(sess.cfg.ID).callWentThrough()
+	}
+	log.Info().Bool("is_error", out.IsError).Int("input_rounds", rounds).Bool("output_schema_mismatch", out.OutputSchemaError != "").
+		Dur("elapsed", time.Since(start)).Int("result_bytes", len(ans.raw)).Msg("tool called")
+	return out, nil
+}
+
+// maxInputRounds bounds how often one call answers input_required.
+const maxInputRounds = 10
+
+type wireAnswer struct {
+	raw json.RawMessage
+	err error
+}
+
+// sendAndWait sends one tools/call request and waits for its answer. The
+// call may take timeoutMs; every progress notification extends that to
+// timeoutMs from its arrival, never past hardMax from the start. While the
+// owner is asked a server request of the call, the clock stops (the
+// request's own limit bounds that wait) and starts afresh after it.
+// expired says why the wait ended without an answer ("" when answered).
+func (s *Supervisor) sendAndWait(ctx context.Context, sess *session, c *conn, track *callTrack, params json.RawMessage, opts reqOpts,
+	updates <-chan progressUpdate, fwd *forwarder, timeout, hardMax time.Duration) (wireAnswer, string) {
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type answer struct {
-		raw json.RawMessage
-		err error
-	}
-	answered := make(chan answer, 1)
+	answered := make(chan wireAnswer, 1)
 	start := time.Now()
 	go func() {
 		raw, err := c.raw.requestWith(callCtx, string(mcp.MethodToolsCall), params, opts)
-		answered <- answer{raw, err}
+		answered <- wireAnswer{raw, err}
 	}()
 
 	limit := start.Add(hardMax)
 	timer := time.NewTimer(min(timeout, hardMax))
 	defer timer.Stop()
-	var ans answer
-	expired := ""
-wait:
+	var (
+		asking  bool
+		askedAt time.Time
+	)
 	for {
 		select {
-		case ans = <-answered:
-			break wait
+		case ans := <-answered:
+			return ans, ""
 		case u := <-updates:
+			if asking {
+				fwd.offer(u)
+				continue
+			}
 			next := time.Now().Add(timeout)
 			if next.After(limit) {
 				next = limit
 			}
 			timer.Reset(time.Until(next))
 			fwd.offer(u)
+		case <-track.signal:
+			if n := track.note.Swap(nil); n != nil {
+				fwd.offer(*n)
+			}
+			now := track.asking.Load() > 0
+			switch {
+			case now && !asking:
+				asking, askedAt = true, time.Now()
+				timer.Stop()
+			case !now && asking:
+				// The owner's time does not count against the call.
+				asking = false
+				limit = limit.Add(time.Since(askedAt))
+				timer.Reset(min(timeout, time.Until(limit)))
+			}
 		case <-timer.C:
-			expired = fmt.Sprintf("got no answer or progress within timeoutMs (%d ms)", sess.cfg.Timeout())
+			if asking {
+				continue
+			}
+			expired := fmt.Sprintf("got no answer or progress within timeoutMs (%d ms)", sess.cfg.Timeout())
 			if !time.Now().Before(limit) {
 				expired = fmt.Sprintf("was still running at its hard limit of %s (progress extends timeoutMs only up to it)", hardMax)
 			}
 			cancel()
-			ans = <-answered
-			break wait
+			return <-answered, expired
 		}
 	}
-	what := "tools/call " + s.clip(tool.OriginalName, 200)
-	log := sess.log.With().Str("tool", tool.OriginalName).Dur("elapsed", time.Since(start)).Logger()
-	if ans.err != nil {
-		var err error
-		switch {
-		case expired != "" && notSentRequest(ans.err):
-			// The transport could not take the request in time (a
-			// connection that would not open): nothing left, and the
-			// connection is no good.
-			why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.cfg.Timeout())
-			sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
-			err = contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
-				"%s on %q: %s; nothing was sent", what, sess.cfg.ID, why),
-				"'pikoctl mcp status "+sess.cfg.ID+"' shows why; the call had no effect and can be made again once the server is back"))
-		case expired != "":
-			err = contracts.WithHint(contracts.WithReason(fmt.Errorf("%s on %q %s; the outcome is unknown and pikod will not retry it: %w",
-				what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
-				"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
-		default:
-			err = s.requestError(sess, c, what, ans.err)
+}
+
+// continueWithInput answers the input requests of an input_required
+// result (each one as if the server had sent it, so capabilities and
+// bounds apply alike) and returns the params of the call's next round:
+// the original params with inputResponses and the requestState echoed
+// verbatim. An input request refused, or left unanswered until it
+// expired, ends the call: failed, with that reason.
+func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *callTrack, fwd *forwarder, params, result json.RawMessage) (json.RawMessage, error) {
+	var ir struct {
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState json.RawMessage `json:"requestState"`
+	}
+	if err := json.Unmarshal(result, &ir); err != nil {
+		return nil, contracts.WithReason(fmt.Errorf("the server's input_required result is unreadable (%v): %w", err, contracts.ErrUpstream), "invalid_result")
+	}
+	if len(ir.InputRequests) > 16 {
+		return nil, contracts.WithReason(fmt.Errorf("the server asked for %d inputs at once; pikod answers at most 16: %w", len(ir.InputRequests), contracts.ErrUpstream), "input_refused")
+	}
+	type got struct {
+		key string
+		raw json.RawMessage
+		err error
+	}
+	results := make(chan got, len(ir.InputRequests))
+	for key, r := range ir.InputRequests {
+		go func() {
+			raw, err := c.answer(ctx, r.Method, r.Params, track)
+			results <- got{key, raw, err}
+		}()
+	}
+	responses := map[string]json.RawMessage{}
+	var failed []string
+	for range ir.InputRequests {
+		var g got
+	wait:
+		for {
+			select {
+			case g = <-results:
+				break wait
+			case <-track.signal:
+				// What the owner is asked shows in the call's progress.
+				if n := track.note.Swap(nil); n != nil {
+					fwd.offer(*n)
+				}
+			}
 		}
-		log.Info().Err(err).Msg("tool call ended without a result")
+		if g.err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %s", s.clip(g.key, 100), asRequestError(g.err).Message))
+			continue
+		}
+		responses[g.key] = g.raw
+	}
+	if len(failed) > 0 {
+		slices.Sort(failed)
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "input_not_given",
+			"the server asked for input that was not given (%s); the call did not complete", strings.Join(failed, "; ")),
+			"make the call again and answer with 'pikoctl mcp respond REQ_ID' while it waits")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil {
 		return nil, err
 	}
-	out, err := s.outcome(tool, ans.raw)
-	if err != nil {
-		err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
-		log.Info().Err(err).Msg("tool call answered with an unreadable result")
-		return nil, err
+	delete(fields, "inputResponses")
+	delete(fields, "requestState")
+	if len(responses) > 0 {
+		b, err := json.Marshal(responses)
+		if err != nil {
+			return nil, err
+		}
+		fields["inputResponses"] = b
 	}
-	if sess.cfg.Transport != contracts.TransportStdio {
-		s.auth(sess.cfg.ID).callWentThrough()
+	if len(ir.RequestState) > 0 && string(ir.RequestState) != "null" {
+		fields["requestState"] = ir.RequestState
 	}
-	log.Info().Bool("is_error", out.IsError).Bool("input_required", out.InputRequired).Bool("output_schema_mismatch", out.OutputSchemaError != "").
-		Int("result_bytes", len(ans.raw)).Msg("tool called")
-	return out, nil
+	return json.Marshal(fields)
 }
 
 // beforeSending marks an error that ended a call before the request was
@@ -338,7 +490,7 @@ func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*
 	}
 	if kind == resultInputRequired {
 		// Not an outcome: no content, isError or structuredContent to read.
-		out.InputRequired = true
+		out.inputRequired = true
 		return out, nil
 	}
 	if v, ok := fields["isError"]; ok && string(v) != "null" {
@@ -534,6 +686,8 @@ func editDistance(a, b string) int {
 type progressUpdate struct {
 	progress, total float64
 	message         string
+	// request is the id of the server request message announces.
+	request string
 }
 
 // progressRoutes hands notifications/progress from the transport's reader
@@ -607,7 +761,7 @@ func startForwarder(req CallRequest, tool string) *forwarder {
 	go func() {
 		defer close(f.done)
 		for u := range f.ch {
-			f.fn(contracts.ProgressParams{Server: f.server, Tool: f.tool, Progress: u.progress, Total: u.total, Message: u.message})
+			f.fn(contracts.ProgressParams{Server: f.server, Tool: f.tool, Progress: u.progress, Total: u.total, Message: u.message, ServerRequest: u.request})
 		}
 	}()
 	return f

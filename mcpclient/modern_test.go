@@ -4,6 +4,7 @@ package mcpclient
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -571,17 +573,44 @@ func TestSupervisorCancelEveryTransport(t *testing.T) {
 	}
 }
 
-// TestSupervisorInputRequired checks that an input_required result is not
-// an outcome, and that an unknown resultType is an invalid result.
+// TestSupervisorInputRequired checks that an input_required result is
+// answered (its elicitation goes to Options.ServerRequest, tied to the
+// call) and the call goes again with the answer and the requestState; that
+// an input pikod did not declare fails the call with input_not_given; and
+// that an unknown resultType is an invalid result.
 func TestSupervisorInputRequired(t *testing.T) {
-	h := newHarness(t, CatalogLimits{})
+	var (
+		mu  sync.Mutex
+		got []ServerRequest
+	)
+	h := newHarness(t, CatalogLimits{}, func(o *Options) {
+		o.ServerRequest = func(_ context.Context, r ServerRequest) (json.RawMessage, error) {
+			mu.Lock()
+			got = append(got, r)
+			mu.Unlock()
+			return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+		}
+	})
 	ctx := ctxT(t)
 	cfg := h.stdio("fx", "--protocol", "modern", "--input-tools")
 	cfg.Protocol = protocolOf("2026-07-28")
-	h.sup.Apply([]contracts.ServerSettings{cfg})
+	cfg.Elicitation = true
+	plain := h.stdio("plain", "--protocol", "modern", "--input-tools")
+	plain.Protocol = protocolOf("2026-07-28")
+	h.sup.Apply([]contracts.ServerSettings{cfg, plain})
 	out, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "ask", Arguments: []byte(`{}`)})
-	if err != nil || !out.InputRequired || !strings.Contains(string(out.Result), `"requestState":"fixture-state-1"`) {
-		t.Fatalf("Call ask = %+v, %v; want input required, its result kept", out, err)
+	if err != nil || out.IsError || !strings.Contains(string(out.Result), "hello Ada") {
+		t.Fatalf("Call ask = %+v, %v; want the answered call's result (hello Ada)", out, err)
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0].Method != "elicitation/create" || got[0].Tool != "ask" || !got[0].InputRequired ||
+		!strings.Contains(string(got[0].Params), "what is your name?") {
+		t.Errorf("server requests = %+v, want the one elicitation of ask", got)
+	}
+	mu.Unlock()
+	_, err = h.sup.Call(ctx, CallRequest{Server: "plain", Tool: "ask", Arguments: []byte(`{}`)})
+	if reasonOf(err) != "input_not_given" || !strings.Contains(err.Error(), "elicitation: true") {
+		t.Errorf("Call ask without elicitation: %v, want input_not_given saying elicitation is not enabled", err)
 	}
 	_, err = h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "weird-result", Arguments: []byte(`{}`)})
 	if reasonOf(err) != "invalid_result" || !errors.Is(err, contracts.ErrOutcomeUnknown) || !strings.Contains(err.Error(), `"bogus"`) {

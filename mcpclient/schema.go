@@ -312,3 +312,9 @@ func leafMessage(k jsonschema.ErrorKind) string {
 	}
 	return msg
 }
+
+// Check returns a description of how instance fails schema ("" when it
+// matches), or an error when the schema or the instance cannot be read.
+func (c *SchemaCache) Check(schema, instance []byte) (string, error) {
+	return c.check(schema, instance)
+}

@@ -124,8 +124,10 @@ type conn struct {
 	closeOnce sync.Once
 	lost      atomic.Pointer[string]
 
-	// progress routes notifications/progress to the calls in flight.
+	// progress routes notifications/progress to the calls in flight;
+	// calls are those calls, for the server requests that belong to them.
 	progress progressRoutes
+	calls    callSet
 	// noise meters what the server sends unasked against its budgets.
 	noise *noise
 }
@@ -363,9 +365,6 @@ func (s *session) status() contracts.ServerStatus {
 	defer s.mu.Unlock()
 	st := contracts.ServerStatus{ID: s.cfg.ID, Enabled: s.cfg.IsEnabled(), Transport: s.cfg.Transport,
 		State: s.state, LastError: s.lastErr}
-	if s.cfg.Transport == contracts.TransportSSE {
-		st.Notes = append(st.Notes, sseLimitation)
-	}
 	lp := s.lastProc
 	if c := s.conn; c != nil {
 		st.ProtocolVersion = c.protocol
@@ -411,8 +410,6 @@ func (s *session) status() contracts.ServerStatus {
 	}
 	return st
 }
-
-const sseLimitation = "legacy HTTP+SSE: server-to-client requests (roots, sampling, elicitation) are not supported on this transport"
 
 // dial makes one connection and, with staged, proves the staged grant
 // with it and commits the grant once the connection is up. A server that
@@ -579,7 +576,7 @@ func (c *conn) open(listen bool) error {
 	}
 	info := mcp.Implementation{Name: "pikod", Version: s.sup.opts.ClientVersion}
 	c.client = client.NewClient(tr)
-	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: mcp.ClientCapabilities{}, logLevel: s.currentLogLevel}
+	c.raw = &rawRequester{client: c.client, clientInfo: info, capabilities: clientCapabilities(&s.cfg), logLevel: s.currentLogLevel}
 	if c.proc != nil {
 		c.raw.written = c.proc.StdinWritten
 	}
@@ -591,6 +588,11 @@ func (c *conn) open(listen bool) error {
 			return s.needsAuth(ch)
 		}
 		return fmt.Errorf("starting the %s transport: %w", s.cfg.Transport, c.explain(err))
+	}
+	// Server requests (roots, elicitation, sampling, ping) are pikod's to
+	// answer, not mcp-go's handlers': replaces the client's handler.
+	if b, ok := tr.(transport.BidirectionalInterface); ok {
+		b.SetRequestHandler(c.serveRequest)
 	}
 	replaced := &atomic.Bool{}
 	c.replaced = replaced
@@ -691,10 +693,16 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 		if s.cfg.Transport == contracts.TransportSSE {
 			// Never WithHTTPTimeout-style client timeouts: contexts bound
 			// every request, and the SSE stream must stay open.
-			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(c.hc),
+			// Server requests arrive on the event stream; mcp-go drops
+			// them, so sseTap takes them out and answers them.
+			tapped := *c.hc
+			tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
+			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(&tapped),
 				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
 		}
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(c.hc)}
+		tapped := *c.hc
+		tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&tapped)}
 		if listen {
 			//lint:ignore SA1019 the legacy era (what this connection speaks) delivers list_changed and server requests on this GET stream.
 			opts = append(opts, transport.WithContinuousListening())

@@ -60,6 +60,13 @@ type Options struct {
 	// supervisor's goroutines and must not block; Kind and Server are set,
 	// Seq and Time are the daemon's to fill.
 	Event func(contracts.EventParams)
+	// ServerRequest, when set, answers the elicitation and sampling
+	// requests of servers whose settings enable them: it returns the
+	// result to send, or a *RequestError (anything else is answered as an
+	// internal error). It blocks until the owner decides or ctx ends (the
+	// call the request belongs to ended, or the connection did). Without
+	// it such requests are refused.
+	ServerRequest func(ctx context.Context, r ServerRequest) (json.RawMessage, error)
 	// Budgets bound the notifications and log messages each server sends
 	// unasked; zero fields take the defaults (see Budgets).
 	Budgets Budgets

@@ -474,10 +474,8 @@ func TestProtocolModes(t *testing.T) {
 		} else if got != c.want {
 			t.Errorf("%s: protocolVersion %q, want %q", id, got, c.want)
 		}
-		isSSE := c.entry["transport"] == "sse"
-		hasNote := slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "server-to-client requests") })
-		if isSSE != hasNote {
-			t.Errorf("%s: notes %q: want the SSE limitation note exactly on sse servers", id, st.Notes)
+		if slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "server-to-client requests") }) {
+			t.Errorf("%s: notes %q: server requests are answered on every transport now", id, st.Notes)
 		}
 		if !st.CatalogComplete || st.ToolCount != fixedTools+3 {
 			t.Errorf("%s: catalog complete %v with %d tools, want complete with %d", id, st.CatalogComplete, st.ToolCount, fixedTools+3)

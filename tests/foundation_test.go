@@ -374,7 +374,7 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
 			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout,
-			contracts.MethodMCPSearch}
+			contracts.MethodMCPSearch, 			contracts.MethodMCPRequests, contracts.MethodMCPRequestsRead, contracts.MethodMCPRequestsRespond, contracts.MethodMCPRequestsPropose}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name

@@ -307,30 +307,6 @@ func sameStrings(a, b map[string]string) bool {
 	return true
 }
 
-// TestInputRequiredNotCompleted: a 2026-07-28 input_required result is a
-// failed call that keeps what the server asked for; an unknown resultType
-// is an invalid result, never completed.
-func TestInputRequiredNotCompleted(t *testing.T) {
-	t.Parallel()
-	d := startDaemon(t)
-	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--protocol", "modern", "--input-tools").with(
-		"protocol", map[string]string{"pin": modernVersion}, "readOnlyTools", []string{"ask", "weird-result"})))
-	res := callTool(t, d, "fx", "ask", `{}`)
-	if res.Status != contracts.CallFailed || res.Error == nil || res.Error.Reason() != "input_required" ||
-		res.Error.Message != "the server asked for input pikod cannot give yet" || res.OriginalResultSourceID == "" {
-		t.Fatalf("ask: %+v (error %+v), want failed with input_required and the result kept", res, res.Error)
-	}
-	var src contracts.SourceReadResult
-	d.callInto(t, contracts.MethodSourceRead, contracts.SourceReadParams{SourceID: res.OriginalResultSourceID, Length: 100000}, &src)
-	if !strings.Contains(src.Text, `"requestState":"fixture-state-1"`) || !strings.Contains(src.Text, `"inputRequests"`) {
-		t.Errorf("the kept result %q lacks the requestState or the inputRequests", src.Text)
-	}
-	res = callTool(t, d, "fx", "weird-result", `{}`)
-	if res.Status == contracts.CallCompleted || res.Error == nil || res.Error.Reason() != "invalid_result" {
-		t.Errorf("weird-result: %+v (error %+v), want an invalid result, not completed", res, res.Error)
-	}
-}
-
 // TestNeedsAuth: 401 or 403 on the first request leaves the server
 // needs_auth, over Streamable HTTP and SSE.
 func TestNeedsAuth(t *testing.T) {

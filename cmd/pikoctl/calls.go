@@ -160,14 +160,26 @@ func (a *app) runCall(ctx context.Context, method string, params any) error {
 	}
 	defer c.Close()
 	bar := a.progressBar()
+	asked := map[string]bool{}
 	c.OnNotification(func(m string, raw json.RawMessage) {
-		if m != contracts.NotifyMCPProgress || bar == nil {
+		if m != contracts.NotifyMCPProgress {
 			return
 		}
 		var p contracts.ProgressParams
-		if json.Unmarshal(raw, &p) == nil {
-			bar.update(p)
+		if json.Unmarshal(raw, &p) != nil {
+			return
 		}
+		if p.ServerRequest != "" {
+			// The call waits on the owner: said in full, once, whatever
+			// stderr is.
+			if !asked[p.ServerRequest] {
+				asked[p.ServerRequest] = true
+				bar.clear()
+				fmt.Fprintf(a.stderr, "pikoctl: %s\n", clean(p.Message))
+			}
+			return
+		}
+		bar.update(p)
 	})
 	var raw json.RawMessage
 	err = c.CallVerdict(ctx, cancelGrace, method, params, &raw)
@@ -347,6 +359,19 @@ func (p *progress) update(pp contracts.ProgressParams) {
 		return
 	}
 	fmt.Fprintf(p.w, "\r\x1b[K%v %s", pp.Progress, msg)
+}
+
+// clear wipes the bar's line, so that a full line can be written.
+func (p *progress) clear() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
 }
 
 func (p *progress) done() {

@@ -19,6 +19,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newMCPConfigureCmd(), a.newMCPConfigCmd(), a.newMCPStatusCmd())
 	mcp.AddCommand(a.newConnectionCmds()...)
 	mcp.AddCommand(a.newCallCmds()...)
+	mcp.AddCommand(a.newRequestCmds()...)
 	mcp.AddCommand(a.newResourceCmds()...)
 	mcp.AddCommand(a.newReceiptsCmds()...)
 	mcp.AddCommand(a.newTrustCmds()...)

@@ -50,6 +50,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	stateFlag := fs.String("state-dir", "", "state directory (env "+contracts.EnvStateDir+")")
 	levelFlag := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	vaultFlag := fs.String("vault", "", "credential vault: auto, keychain, secret-service, file or file-unlock (env PIKO_VAULT, default auto)")
+	requestFlag := fs.Duration("request-limit", daemon.DefaultRequestLimit, "how long a server request (elicitation, sampling) waits for the owner at most (1s to 1h)")
 	flowFlag := fs.Duration("oauth-flow-lifetime", mcpclient.FlowLifetime, "how long an OAuth browser sign-in waits for its callback (1s to 10m)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
@@ -69,6 +70,10 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	if *showVersion {
 		fmt.Printf("pikod %s (api %s)\n", version, contracts.APIVersion)
 		return 0
+	}
+	if *requestFlag < time.Second || *requestFlag > time.Hour {
+		fmt.Fprintf(stderr, "pikod: invalid --request-limit %s: use 1s to 1h\n", *requestFlag)
+		return 2
 	}
 	if *flowFlag < time.Second || *flowFlag > mcpclient.FlowLifetime {
 		fmt.Fprintf(stderr, "pikod: invalid --oauth-flow-lifetime %s: use 1s to %s\n", *flowFlag, mcpclient.FlowLifetime)
@@ -158,7 +163,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	}()
 
 	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
-		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag})
+		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag, RequestLimit: *requestFlag})
 	if err != nil {
 		log.Error().Err(err).Msg("pikod stopped")
 		fmt.Fprintf(stderr, "pikod: %v\n", err)

@@ -222,7 +222,18 @@ func run(ctx context.Context, log *logger, cfg config) error {
 		return nil
 	}
 	if sp.Elicit {
-		log.printf("note: answering the server's elicitation through pikod is not implemented yet (issue 12); the call will wait for it")
+		// The owner answers the server's elicitation at the terminal
+		// while the call waits for it.
+		ectx, stop := context.WithCancel(ctx)
+		answered := make(chan struct{})
+		go func() {
+			defer close(answered)
+			in.answerElicitations(ectx)
+		}()
+		defer func() {
+			stop()
+			<-answered
+		}()
 	}
 	err = callLoop(ctx, log, in, sp)
 	switch {

@@ -309,3 +309,138 @@ func firstLineOf(s string) string {
 	}
 	return s
 }
+
+// answerElicitations answers, as the owner at the terminal, the
+// elicitations the server sends while the call runs: for each pending
+// request, 'pikoctl mcp respond' on a pseudo-terminal, accepting and
+// leaving every field empty so the schema's defaults apply. It returns
+// when ctx ends.
+func (in *instance) answerElicitations(ctx context.Context) {
+	answered := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		r := in.ctl(ctx, nil, "--json", "mcp", "requests", "--state", contracts.RequestPending)
+		var list contracts.RequestsResult
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil {
+			continue
+		}
+		for _, req := range list.Requests {
+			if answered[req.ID] || req.Kind != contracts.RequestKindElicitation {
+				continue
+			}
+			answered[req.ID] = true
+			res, err := in.respond(ctx, req.ID)
+			if err != nil {
+				in.log.printf("respond %s: %v", req.ID, err)
+				continue
+			}
+			in.log.printf("respond %s: exit %d; terminal:\n%s", req.ID, res.code, indent(res.stderr))
+		}
+	}
+}
+
+// respond accepts a form elicitation at a pseudo-terminal, typing an
+// empty line for every field (the defaults apply).
+func (in *instance) respond(ctx context.Context, id string) (result, error) {
+	r := in.ctl(ctx, nil, "--json", "mcp", "request", id)
+	var info contracts.ServerRequestInfo
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &info) != nil {
+		return result{}, fmt.Errorf("pikoctl mcp request %s: exit %d: %s", id, r.code, strings.TrimSpace(r.stderr))
+	}
+	fields, err := propertyNames(info.Schema)
+	if err != nil {
+		return result{}, err
+	}
+	master, slave, err := pty.Open()
+	if err != nil {
+		return result{}, fmt.Errorf("opening a pseudo-terminal: %w", err)
+	}
+	defer master.Close()
+	cmd := exec.CommandContext(ctx, in.pikoctl, "--socket", in.socket, "mcp", "respond", id)
+	cmd.Env = in.env
+	cmd.Dir = in.dir
+	var out bytes.Buffer
+	cmd.Stdin, cmd.Stderr, cmd.Stdout = slave, slave, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		return result{}, fmt.Errorf("starting pikoctl mcp respond on a pseudo-terminal: %w", err)
+	}
+	screen := &screenBuffer{changed: make(chan struct{}, 1)}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(screen, master)
+		close(copied)
+	}()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+
+	// The answers, each typed once its prompt is on the screen.
+	steps := []struct{ prompt, typed string }{{"(a/d/c): ", "a"}}
+	for _, f := range fields {
+		steps = append(steps, struct{ prompt, typed string }{"\n" + f + ": ", ""})
+	}
+	done := false
+	for _, st := range steps {
+		for !done && !strings.Contains(screen.String(), st.prompt) {
+			select {
+			case <-screen.changed:
+			case err := <-waitErr:
+				waitErr <- err
+				done = true // pikoctl ended early
+			case <-ctx.Done():
+				<-waitErr
+				return result{}, fmt.Errorf("answering %s: %w; terminal:\n%s", id, ctx.Err(), screen.String())
+			}
+		}
+		if done {
+			break
+		}
+		if _, err := io.WriteString(master, st.typed+"\r"); err != nil {
+			return result{}, fmt.Errorf("typing on the terminal: %w", err)
+		}
+	}
+	err = <-waitErr
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+	}
+	res := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: screen.String()}
+	if err != nil && res.code == 0 {
+		res.code = -1
+	}
+	return res, nil
+}
+
+// propertyNames lists a schema's properties in their order.
+func propertyNames(schema json.RawMessage) ([]string, error) {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil || len(s.Properties) == 0 {
+		return nil, fmt.Errorf("the requested schema has no readable properties")
+	}
+	dec := json.NewDecoder(bytes.NewReader(s.Properties))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		names = append(names, name)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}

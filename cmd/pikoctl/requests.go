@@ -1,0 +1,455 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pikod/pikod/contracts"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newRequestCmds() []*cobra.Command {
+	return []*cobra.Command{a.newRequestsCmd(), a.newRequestCmd(), a.newRespondCmd()}
+}
+
+func (a *app) newRequestsCmd() *cobra.Command {
+	var server, state string
+	cmd := &cobra.Command{
+		Use:   "requests",
+		Short: "List the server requests (elicitation, sampling) waiting for you, and the recently decided ones",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var raw json.RawMessage
+			if err := a.call(cmd.Context(), contracts.MethodMCPRequests, contracts.RequestsParams{Server: server, State: state}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var res contracts.RequestsResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("decoding the requests: %w", err)
+			}
+			w := &errWriter{w: a.stdout}
+			if len(res.Requests) == 0 {
+				fmt.Fprintln(w, "no server requests")
+				return w.err
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REQUEST\tSTATE\tSERVER\tKIND\tTOOL\tEXPIRES\tMESSAGE")
+			for _, r := range res.Requests {
+				kind := r.Kind
+				if r.Mode != "" {
+					kind += " (" + r.Mode + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.ID), cell(r.State), cell(r.Server), cell(kind), cell(clip(r.Tool, 30)),
+					cell(r.ExpiresAt), cell(clip(r.Message, 60)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return w.err
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "only this server's requests")
+	cmd.Flags().StringVar(&state, "state", "", "only requests in this state (pending, answered, declined, cancelled, expired)")
+	return cmd
+}
+
+func (a *app) readRequest(ctx context.Context, id string) (*contracts.ServerRequestInfo, json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := a.call(ctx, contracts.MethodMCPRequestsRead, contracts.RequestReadParams{RequestID: id}, &raw); err != nil {
+		return nil, nil, err
+	}
+	var r contracts.ServerRequestInfo
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, nil, fmt.Errorf("decoding the request: %w", err)
+	}
+	return &r, raw, nil
+}
+
+func (a *app) newRequestCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "request REQ_ID",
+		Short: "Show one server request exactly (its params as the server sent them)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, raw, err := a.readRequest(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			w := &errWriter{w: a.stdout}
+			writeRequest(w, r, true)
+			return w.err
+		},
+	}
+}
+
+// writeRequest shows a request. The daemon made every server string safe
+// to show; clean() is a second guard.
+func writeRequest(w *errWriter, r *contracts.ServerRequestInfo, params bool) {
+	fmt.Fprintf(w, "request:   %s (%s)\n", clean(r.ID), clean(r.State))
+	fmt.Fprintf(w, "server:    %s\n", clean(r.Server))
+	kind := r.Kind
+	if r.Mode != "" {
+		kind += " (" + r.Mode + " mode)"
+	}
+	fmt.Fprintf(w, "kind:      %s\n", clean(kind))
+	if r.Tool != "" {
+		how := "asked during the call of"
+		if r.InputRequired {
+			how = "input the server needs to finish the call of"
+		}
+		fmt.Fprintf(w, "call:      %s %s\n", how, clean(r.Tool))
+	}
+	fmt.Fprintf(w, "created:   %s\nexpires:   %s (or when its call ends)\n", clean(r.CreatedAt), clean(r.ExpiresAt))
+	if r.Reason != "" {
+		fmt.Fprintf(w, "reason:    %s\n", clean(r.Reason))
+	}
+	fmt.Fprintln(w, "the server says:")
+	for line := range strings.SplitSeq(r.Message, "\n") {
+		fmt.Fprintf(w, "  %s\n", clean(line))
+	}
+	if r.URL != "" {
+		fmt.Fprintf(w, "url:       %s\ndomain:    %s\n", clean(r.URL), clean(r.Domain))
+		fmt.Fprintln(w, "pikod never opens it. Open it yourself only if you trust that domain, and enter no credentials you would not give this server.")
+	}
+	if r.MaxTokens > 0 {
+		fmt.Fprintf(w, "maxTokens: %d\n", r.MaxTokens)
+	}
+	if r.Proposal != "" {
+		fmt.Fprintln(w, "proposed answer (from a local tool; sent only if you choose it):")
+		for line := range strings.SplitSeq(r.Proposal, "\n") {
+			fmt.Fprintf(w, "  %s\n", clean(line))
+		}
+	}
+	if params && len(r.Params) > 0 {
+		var b bytes.Buffer
+		if json.Indent(&b, r.Params, "  ", "  ") == nil {
+			fmt.Fprintln(w, "params (exactly as sent):")
+			for line := range strings.SplitSeq(b.String(), "\n") {
+				fmt.Fprintf(w, "  %s\n", clean(line))
+			}
+		}
+	}
+}
+
+// field is one property of a form elicitation's requested schema.
+type field struct {
+	name        string
+	Type        string          `json:"type"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Format      string          `json:"format"`
+	Default     json.RawMessage `json:"default"`
+	Enum        []any           `json:"enum"`
+	OneOf       []struct {
+		Const any    `json:"const"`
+		Title string `json:"title"`
+	} `json:"oneOf"`
+	Items *struct {
+		Type  string `json:"type"`
+		Enum  []any  `json:"enum"`
+		AnyOf []struct {
+			Const any `json:"const"`
+		} `json:"anyOf"`
+	} `json:"items"`
+}
+
+// formFields reads the properties of a requested schema in their order.
+func formFields(schema json.RawMessage) ([]field, map[string]bool, error) {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, nil, fmt.Errorf("reading the requested schema: %w", err)
+	}
+	required := map[string]bool{}
+	for _, r := range s.Required {
+		required[r] = true
+	}
+	if len(s.Properties) == 0 {
+		return nil, required, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(s.Properties))
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, fmt.Errorf("reading the requested schema's properties: %w", err)
+	}
+	var out []field
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		name, _ := t.(string)
+		var f field
+		if err := dec.Decode(&f); err != nil {
+			return nil, nil, fmt.Errorf("reading property %q: %w", name, err)
+		}
+		f.name = name
+		out = append(out, f)
+	}
+	return out, required, nil
+}
+
+var secretName = regexp.MustCompile(`(?i)pass|secret|token|key|pin\b|credential|otp|cvv`)
+
+// masked says whether a field's input is hidden: format password, or a
+// name or title that looks like a secret.
+func (f field) masked() bool {
+	return f.Format == "password" || secretName.MatchString(f.name) || secretName.MatchString(f.Title)
+}
+
+// parse turns what the owner typed into the field's JSON value.
+func (f field) parse(s string) (json.RawMessage, error) {
+	switch f.Type {
+	case "integer":
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, errors.New("type a whole number")
+		}
+		return json.Marshal(n)
+	case "number":
+		n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return nil, errors.New("type a number")
+		}
+		return json.Marshal(n)
+	case "boolean":
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "y", "yes", "true":
+			return json.RawMessage("true"), nil
+		case "n", "no", "false":
+			return json.RawMessage("false"), nil
+		}
+		return nil, errors.New("type yes or no")
+	case "array":
+		var vals []string
+		for v := range strings.SplitSeq(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				vals = append(vals, v)
+			}
+		}
+		return json.Marshal(vals)
+	}
+	return json.Marshal(s)
+}
+
+func (f field) describe() string {
+	var b strings.Builder
+	b.WriteString(clean(f.name))
+	if f.Title != "" && f.Title != f.name {
+		b.WriteString(" — " + clean(f.Title))
+	}
+	t := f.Type
+	if t == "" {
+		t = "string"
+	}
+	b.WriteString(" (" + clean(t))
+	var choices []string
+	for _, e := range f.Enum {
+		choices = append(choices, clean(fmt.Sprint(e)))
+	}
+	for _, o := range f.OneOf {
+		choices = append(choices, clean(fmt.Sprint(o.Const)))
+	}
+	if f.Items != nil {
+		for _, e := range f.Items.Enum {
+			choices = append(choices, clean(fmt.Sprint(e)))
+		}
+		for _, o := range f.Items.AnyOf {
+			choices = append(choices, clean(fmt.Sprint(o.Const)))
+		}
+		if len(choices) > 0 {
+			b.WriteString(", comma-separated")
+		}
+	}
+	if len(choices) > 0 {
+		b.WriteString("; one of " + strings.Join(choices, ", "))
+	}
+	if len(f.Default) > 0 {
+		b.WriteString("; default " + clean(string(f.Default)))
+	}
+	b.WriteString(")")
+	if f.Description != "" {
+		b.WriteString(": " + clean(f.Description))
+	}
+	return b.String()
+}
+
+func (a *app) newRespondCmd() *cobra.Command {
+	var decline, cancel bool
+	cmd := &cobra.Command{
+		Use:   "respond REQ_ID",
+		Short: "Answer a server request at the terminal: accept (with the answer), decline or cancel",
+		Long: `respond shows the server request and asks you, on the terminal (/dev/tty,
+discarding anything typed ahead), what to do. A form elicitation asks each
+field in turn (empty takes the schema's default, or leaves it out);
+secret-looking fields are asked with echo off. A url elicitation shows the
+URL and its domain; pikod never opens it. A sampling takes one line of text
+you type, or the answer a local tool proposed. --decline and --cancel
+answer so without asking. Like approve, respond is terminal-only (and asks
+the owner approval passphrase when one is set). Do not enter credentials
+you would not give that server.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if decline && cancel {
+				return errors.New("give --decline or --cancel, not both")
+			}
+			hint := "run 'pikoctl mcp respond " + args[0] + "' yourself in your terminal"
+			if !a.stdinIsTerminal() {
+				return contracts.WithHint(errors.New("stdin is not the terminal: answering needs you typing at the terminal, not a pipe"), hint)
+			}
+			tty, err := a.openTTY()
+			if err != nil {
+				return contracts.WithHint(err, hint)
+			}
+			defer tty.Close()
+			r, _, err := a.readRequest(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			w := &errWriter{w: a.stderr}
+			writeRequest(w, r, false)
+			if r.State != contracts.RequestPending {
+				return fmt.Errorf("request %s is %s and cannot be answered again", clean(r.ID), clean(r.State))
+			}
+			gate, err := a.approvalGate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			params := contracts.RespondParams{RequestID: r.ID}
+			switch {
+			case decline:
+				params.Action = contracts.RespondDecline
+			case cancel:
+				params.Action = contracts.RespondCancel
+			default:
+				if err := a.askAnswer(tty, r, &params); err != nil {
+					return err
+				}
+			}
+			if gate.PassphraseSet {
+				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
+					return err
+				}
+			}
+			var res contracts.RespondResult
+			err = a.call(cmd.Context(), contracts.MethodMCPRequestsRespond, params, &res)
+			var ce *contracts.Error
+			if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == "passphrase_required" {
+				if params.Passphrase, err = askPassphrase(tty, "an approval passphrase is set; approval passphrase: "); err != nil {
+					return err
+				}
+				err = a.call(cmd.Context(), contracts.MethodMCPRequestsRespond, params, &res)
+			}
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				b, _ := json.Marshal(res)
+				fmt.Fprintf(a.stdout, "%s\n", b)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "request %s: %s\n", clean(res.RequestID), clean(res.State))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&decline, "decline", false, "decline the request without asking")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel (dismiss) the request without asking")
+	return cmd
+}
+
+// askAnswer asks the owner what to answer and fills params.
+func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contracts.RespondParams) error {
+	choice, err := tty.Ask("\nAnswer it? Type accept, decline or cancel (a/d/c): ")
+	if err != nil {
+		return err
+	}
+	switch strings.ToLower(strings.TrimSpace(choice)) {
+	case "a", "accept":
+		params.Action = contracts.RespondAccept
+	case "d", "decline":
+		params.Action = contracts.RespondDecline
+		return nil
+	case "c", "cancel":
+		params.Action = contracts.RespondCancel
+		return nil
+	default:
+		return &statusExit{code: exitFailure, msg: "no answer chosen: nothing was sent (the request still waits)"}
+	}
+	switch {
+	case r.Kind == contracts.RequestKindSampling:
+		if r.Proposal != "" {
+			yes, err := tty.Ask("Send the proposed answer shown above as it is? (y/N): ")
+			if err != nil {
+				return err
+			}
+			if s := strings.ToLower(strings.TrimSpace(yes)); s == "y" || s == "yes" {
+				params.UseProposal = true
+				return nil
+			}
+		}
+		text, err := tty.Ask("Your answer (one line of text): ")
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(text) == "" {
+			return &statusExit{code: exitFailure, msg: "empty answer: nothing was sent (the request still waits)"}
+		}
+		params.Text = text
+	case r.Mode == contracts.ElicitURL:
+		// Accepting a url elicitation sends no content.
+	default:
+		fields, required, err := formFields(r.Schema)
+		if err != nil {
+			return err
+		}
+		content := map[string]json.RawMessage{}
+		for _, f := range fields {
+			prompt := f.describe()
+			if required[f.name] {
+				prompt += " [required]"
+			}
+			prompt += "\n" + clean(f.name) + ": "
+			for {
+				var v string
+				if f.masked() {
+					v, err = tty.AskHidden(prompt + "(hidden) ")
+				} else {
+					v, err = tty.Ask(prompt)
+				}
+				if err != nil {
+					return err
+				}
+				if v == "" {
+					break // the default applies, or the field stays out
+				}
+				val, perr := f.parse(v)
+				if perr != nil {
+					fmt.Fprintf(a.stderr, "%s; try again\n", perr)
+					continue
+				}
+				content[f.name] = val
+				break
+			}
+		}
+		b, err := json.Marshal(content)
+		if err != nil {
+			return err
+		}
+		params.Content = b
+	}
+	return nil
+}
