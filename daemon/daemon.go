@@ -196,11 +196,11 @@ func Run(ctx context.Context, cfg Config) error {
 	d.events = newEvents(log.With().Str("component", "events").Logger())
 	defer d.events.close()
 	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
-		Log:           log.With().Str("component", "mcp").Logger(),
-		RunDir:        runDir,
+		Log:    log.With().Str("component", "mcp").Logger(),
+		RunDir: runDir,
 		// npx and uvx keep their downloads across connects (HOME stays
 		// disposable).
-		CacheDir: filepath.Join(cfg.StateDir, "cache"),
+		CacheDir:      filepath.Join(cfg.StateDir, "cache"),
 		Records:       records,
 		ClientVersion: cfg.Version,
 		// The session's own settings decide: identity is checked against
