@@ -66,10 +66,11 @@ func TestTerminalOnlyParamsCarryPassphrase(t *testing.T) {
 		MethodMCPActionsApprove: ApproveParams{},
 		MethodMCPTrust:          TrustParams{},
 		MethodPassphrase:        PassphraseParams{},
+		MethodMCPResume:         ResumeParams{},
 	}
 	// Reserved methods not served yet; each needs its params type here
 	// when it is.
-	notYet := map[string]bool{MethodMCPRequestsRespond: true, MethodMCPResume: true}
+	notYet := map[string]bool{MethodMCPRequestsRespond: true}
 	for _, m := range MethodTable {
 		if !m.TerminalOnly() || notYet[m.Name] {
 			continue

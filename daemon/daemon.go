@@ -104,6 +104,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := d.loadSettings(); err != nil {
 		return err
 	}
+	if err := d.loadPauses(); err != nil {
+		return err
+	}
 
 	// Processes a killed daemon left behind are ended before anything new
 	// starts; orphans of our own servers get reparented to us from now on.
@@ -255,7 +258,9 @@ type daemon struct {
 	events *events
 	// red removes known credential values from everything that leaves
 	// the daemon or is stored; the vault's records feed it.
-	red     *vault.Redactor
+	red *vault.Redactor
+	// paused holds the servers handed over to the owner (pause.go).
+	paused  pauses
 	log     zerolog.Logger
 	started time.Time
 

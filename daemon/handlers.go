@@ -43,6 +43,8 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPAuth:           d.auth,
 		contracts.MethodMCPAuthCancel:     d.authCancel,
 		contracts.MethodMCPLogout:         d.logout,
+		contracts.MethodMCPPause:          d.pause,
+		contracts.MethodMCPResume:         d.resume,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -248,6 +250,7 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 			servers[i].Credentials, servers[i].CredentialGeneration = d.creds.state(&cfg)
 		}
 	}
+	d.markPaused(servers)
 	d.mu.Lock()
 	rev := d.revision
 	d.mu.Unlock()

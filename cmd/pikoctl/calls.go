@@ -199,6 +199,9 @@ func (a *app) cancelledUnsent() error {
 func writeCallResult(w *errWriter, r *contracts.CallResult) {
 	if r.Status == contracts.CallApprovalRequired {
 		fmt.Fprintf(w, "approval required: %s on %s was prepared as action %s (nothing was sent)\n", clean(r.Tool), clean(r.Server), clean(r.ActionID))
+		if r.Held != "" {
+			fmt.Fprintf(w, "  held:    %s\n", clean(r.Held))
+		}
 		fmt.Fprintf(w, "  expires: %s\n  review:  pikoctl mcp review %s\n  approve: pikoctl mcp approve %s\n", clean(r.ExpiresAt), clean(r.ActionID), clean(r.ActionID))
 		return
 	}

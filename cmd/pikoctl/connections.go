@@ -134,6 +134,13 @@ func firstLine(s string) string {
 func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	fmt.Fprintf(w, "server:     %s\n", clean(s.ID))
 	fmt.Fprintf(w, "state:      %s\n", clean(s.State))
+	if s.Pause != nil {
+		line := "since " + clean(s.Pause.Since) + ", connection " + clean(s.ConnectionState)
+		if s.Pause.Reason != "" {
+			line += ": " + clean(s.Pause.Reason)
+		}
+		fmt.Fprintf(w, "paused:     %s (every new call is held for the owner)\n", line)
+	}
 	fmt.Fprintf(w, "transport:  %s\n", clean(s.Transport))
 	fmt.Fprintf(w, "enabled:    %s\n", yesNo(s.Enabled))
 	if s.ProtocolVersion != "" {
@@ -152,7 +159,7 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	if s.ConnectedSince != "" {
 		fmt.Fprintf(w, "connected:  since %s (generation %d)\n", clean(s.ConnectedSince), s.Generation)
 	}
-	if s.State == contracts.StateConnected {
+	if s.State == contracts.StateConnected || s.ConnectionState == contracts.StateConnected {
 		fmt.Fprintf(w, "catalog:    %d tools, %d resources, %d templates, %d prompts", s.ToolCount, s.ResourceCount, s.TemplateCount, s.PromptCount)
 		if s.CatalogComplete {
 			fmt.Fprintln(w, " (complete)")

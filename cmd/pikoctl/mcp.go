@@ -25,6 +25,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newSecretCmd())
 	mcp.AddCommand(a.newEventCmds()...)
 	mcp.AddCommand(a.newAuthCmds()...)
+	mcp.AddCommand(a.newPauseCmds()...)
 	return mcp
 }
 
@@ -187,6 +188,9 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 		fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tENABLED\tPROTOCOL\tPID\tTOOLS\tLAST ERROR")
 		for _, s := range res.Servers {
 			state := s.State
+			if s.Pause != nil && s.ConnectionState != "" {
+				state += " (" + s.ConnectionState + ")"
+			}
 			if len(s.ChangedTools) > 0 {
 				state += " (definition changed)"
 			}
@@ -274,7 +278,7 @@ func pidCell(pid int) string {
 // to be incomplete, and "-" before the first catalog.
 func toolsCell(s contracts.ServerStatus) string {
 	switch {
-	case s.State != contracts.StateConnected && s.ToolCount == 0 && !s.CatalogComplete:
+	case s.State != contracts.StateConnected && s.ConnectionState != contracts.StateConnected && s.ToolCount == 0 && !s.CatalogComplete:
 		return "-"
 	case !s.CatalogComplete:
 		return strconv.Itoa(s.ToolCount) + "?"
