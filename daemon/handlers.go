@@ -45,6 +45,8 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPLogout:         d.logout,
 		contracts.MethodMCPPause:          d.pause,
 		contracts.MethodMCPResume:         d.resume,
+		contracts.MethodMCPArtifact:       d.artifact,
+		contracts.MethodMCPImport:         d.importArtifact,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]

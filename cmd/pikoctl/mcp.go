@@ -26,6 +26,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newEventCmds()...)
 	mcp.AddCommand(a.newAuthCmds()...)
 	mcp.AddCommand(a.newPauseCmds()...)
+	mcp.AddCommand(a.newArtifactCmd())
 	return mcp
 }
 
