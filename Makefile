@@ -21,6 +21,16 @@ build: ## build bin/pikod and bin/pikoctl
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikod ./cmd/pikod
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikoctl ./cmd/pikoctl
 
+# make install puts both binaries at a stable path, for the service unit:
+# PREFIX/bin/pikod and PREFIX/bin/pikoctl (default ~/.local/bin).
+PREFIX ?= $(HOME)/.local
+
+.PHONY: install
+install: build ## install pikod and pikoctl to PREFIX/bin (default ~/.local), for 'pikoctl service install'
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN)/pikod $(BIN)/pikoctl $(PREFIX)/bin/
+	@echo "installed $(PREFIX)/bin/pikod and $(PREFIX)/bin/pikoctl; next: $(PREFIX)/bin/pikoctl service install"
+
 .PHONY: run
 run: build ## build and run pikod in the foreground on the default instance
 	$(BIN)/pikod $(ARGS)

@@ -365,7 +365,16 @@ func stateLabel(x contracts.ActionSummary) string {
 
 func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, json.RawMessage, error) {
 	var raw json.RawMessage
-	if err := a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &raw); err != nil {
+	err := a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &raw)
+	if err != nil && len(id) < actionIDLen && (errors.Is(err, contracts.ErrNotFound) || errors.Is(err, contracts.ErrInvalidArgument)) {
+		// Not a whole id: a unique prefix of one will do.
+		full, rerr := a.resolveActionID(ctx, id)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		err = a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: full}, &raw)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	var r contracts.ActionReview
@@ -588,4 +597,44 @@ func (a *app) newSourceCmd() *cobra.Command {
 	cmd.Flags().Int64Var(&offset, "offset", 0, "first character")
 	cmd.Flags().Int64Var(&length, "length", 0, "characters to read (0: everything, in windows)")
 	return cmd
+}
+
+// actionIDLen is the length of a whole action id ("act_" and 26 base32
+// characters).
+const actionIDLen = 30
+
+// resolveActionID turns a unique prefix of an action id (with or without
+// "act_") into the whole id, looking through the newest 1000 actions; a
+// whole id is returned as it is.
+func (a *app) resolveActionID(ctx context.Context, id string) (string, error) {
+	if len(id) >= actionIDLen || id == "" {
+		return id, nil
+	}
+	prefix := id
+	if !strings.HasPrefix(prefix, "act_") {
+		prefix = "act_" + prefix
+	}
+	var list contracts.ActionsListResult
+	if err := a.call(ctx, contracts.MethodMCPActionsList, contracts.ActionsListParams{Limit: 1000}, &list); err != nil {
+		return "", err
+	}
+	var match []string
+	for _, x := range list.Actions {
+		if strings.HasPrefix(x.ID, prefix) {
+			match = append(match, x.ID)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_action", "no action id starts with %q", id),
+			"'pikoctl mcp actions' lists them")
+	}
+	n := len(match)
+	if n > 5 {
+		match = append(match[:5], "...")
+	}
+	return "", contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_action",
+		"%q is the start of %d action ids: %s", id, n, strings.Join(match, ", ")), "type more of the id")
 }

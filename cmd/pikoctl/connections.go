@@ -55,6 +55,7 @@ func (a *app) newConnectionCmds() []*cobra.Command {
 				}
 				return w.err
 			}),
+		a.newReconnectCmd(),
 		a.serverCmd("ping", "Make one round trip to a server", contracts.MethodMCPPing, &ping,
 			func(w *errWriter) error {
 				fmt.Fprintf(w, "%s answered in %d ms (protocol %s)\n", clean(ping.Server), ping.RoundTripMs, clean(ping.ProtocolVersion))
@@ -271,6 +272,44 @@ connections that watch. The server must offer subscriptions, and its
 			default:
 				fmt.Fprintf(w, "%s was not subscribed to %s\n", clean(res.Server), clip(res.URI, 200))
 			}
+			return w.err
+		},
+	}
+}
+
+// newReconnectCmd disconnects and connects a server: a fresh process (or
+// HTTP session) and catalog, with the current settings and credentials.
+func (a *app) newReconnectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reconnect SERVER",
+		Short: "Disconnect a server (stopping its processes) and connect it again",
+		Long: `reconnect is disconnect followed by connect: the server starts afresh with
+the current settings and credentials. Prepared actions bound to the old
+connection become stale, as after any reconnect.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var disc contracts.DisconnectResult
+			if err := c.Call(cmd.Context(), contracts.MethodMCPDisconnect, contracts.ServerParams{Server: args[0]}, &disc); err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := c.Call(cmd.Context(), contracts.MethodMCPConnect, contracts.ServerParams{Server: args[0]}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var conn contracts.ConnectResult
+			if err := json.Unmarshal(raw, &conn); err != nil {
+				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPConnect, err)
+			}
+			w := &errWriter{w: a.stdout}
+			writeServerDetail(w, conn.Server)
 			return w.err
 		},
 	}

@@ -72,12 +72,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 
 func (a *app) newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "pikoctl",
-		Short: "Control pikod, the MCP server supervisor",
-		Long: `pikoctl talks to pikod over its private Unix socket.
-
-Exit codes: 0 success, 1 failure (the daemon returned an error, or the input
-was invalid), 2 usage error, 3 pikod unreachable.`,
+		Use:           "pikoctl",
+		Short:         "Control pikod, the MCP server supervisor",
+		Long:          "pikoctl talks to pikod over its private Unix socket.\n\n" + exitCodeHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -85,7 +82,10 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 			return nil
 		},
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
+	// 'pikoctl completion bash|zsh|fish|powershell' prints a script; the
+	// scripts complete server ids, tool names and action ids by asking
+	// the daemon (complete.go).
+	root.CompletionOptions.HiddenDefaultCmd = false
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -103,7 +103,9 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 		a.newServiceCmd(),
 		a.newVaultCmd(),
 		a.newApprovalsCmd(),
+		a.newDoctorCmd(),
 	)
+	a.addCompletions(root)
 	return root
 }
 
