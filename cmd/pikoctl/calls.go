@@ -332,7 +332,7 @@ func (a *app) newActionsCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return fmt.Errorf("decoding the actions list: %w", err)
 			}
-			w := &errWriter{w: a.stdout}
+			w := a.tableOut()
 			if len(res.Actions) == 0 {
 				fmt.Fprintln(w, "no actions")
 				return w.err
@@ -340,8 +340,8 @@ func (a *app) newActionsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCREATED\tADVICE")
 			for _, x := range res.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(clip(x.Tool, 30)),
-					cell(x.CreatedAt), cell(clip(x.Advice, 70)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(w.clip(x.Tool, 30)),
+					cell(w.when(x.CreatedAt)), cell(w.clip(x.Advice, 70)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

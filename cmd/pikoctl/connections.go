@@ -62,7 +62,11 @@ func (a *app) newConnectionCmds() []*cobra.Command {
 				return w.err
 			}),
 		a.serverCmd("catalog", "List a server's tools, resources, templates and prompts", contracts.MethodMCPCatalog, &cat,
-			func(w *errWriter) error { return writeCatalog(w, &cat) }),
+			func(w *errWriter) error {
+				tw := a.tableOut()
+				tw.err = w.err
+				return writeCatalog(tw, &cat)
+			}),
 	}
 }
 
@@ -78,8 +82,8 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nTOOL\tNAME\tGRANT\tDESCRIPTION")
 		for _, t := range c.Tools {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(clip(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
-				cell(clip(firstLine(t.Description), 60)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(w.clip(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
+				cell(w.clip(firstLine(t.Description), 60)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -69,6 +69,13 @@ func main() {
 		lookPath:        exec.LookPath,
 		goos:            runtime.GOOS,
 		uid:             os.Getuid(),
+		termWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stdout.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
 	}
 	code := a.run(ctx, os.Args[1:])
 	stop()

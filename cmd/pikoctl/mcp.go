@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/spf13/cobra"
@@ -175,7 +176,7 @@ func (a *app) newMCPStatusCmd() *cobra.Command {
 				writeServerDetail(w, res.Servers[0])
 				return w.err
 			}
-			return writeStatus(&errWriter{w: a.stdout}, &res)
+			return writeStatus(a.tableOut(), &res)
 		},
 	}
 }
@@ -197,7 +198,7 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 				cell(s.ID), cell(state), cell(s.Transport), yesNo(s.Enabled),
-				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(clip(s.LastError, maxErrorWidth)))
+				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(w.clip(s.LastError, maxErrorWidth)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -240,6 +241,10 @@ func approvalsLine(st contracts.ApprovalsStatus) string {
 type errWriter struct {
 	w   io.Writer
 	err error
+	// wide (--wide) turns clipping off; now is when relative ages count
+	// from (zero: time.Now()).
+	wide bool
+	now  time.Time
 }
 
 func (b *errWriter) Write(p []byte) (int, error) {

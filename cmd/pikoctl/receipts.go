@@ -88,7 +88,7 @@ that does not match the chain head. Exit status 0 when the chain is intact,
 			if a.jsonOut {
 				return printRaw(a.stdout, raw)
 			}
-			w := &errWriter{w: a.stdout}
+			w := a.tableOut()
 			writeReceipts(w, &res)
 			return w.err
 		},
@@ -157,8 +157,8 @@ func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SEQ\tRECEIPT\tCREATED\tKIND\tSERVER\tTOOL\tSTATUS")
 		for _, r := range res.Receipts {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(shortTime(r.CreatedAt)), cell(r.Kind),
-				cell(r.Server), cell(clip(r.Tool, 30)), cell(r.Status))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(w.when(r.CreatedAt)), cell(r.Kind),
+				cell(r.Server), cell(w.clip(r.Tool, 30)), cell(r.Status))
 		}
 		if err := tw.Flush(); err != nil {
 			return

@@ -32,6 +32,10 @@ type app struct {
 	instanceFlag string
 	socketFlag   string
 	jsonOut      bool
+	wide         bool
+	// termWidth is stdout's terminal width, 0 when it is not a terminal
+	// (nil: never a terminal).
+	termWidth func() int
 
 	// started is set once cobra has parsed flags and validated arguments, so
 	// any error cobra returned before it is a usage error.
@@ -95,6 +99,7 @@ func (a *app) newRootCmd() *cobra.Command {
 	pf.StringVar(&a.instanceFlag, "instance", "", "pikod instance (env "+contracts.EnvInstance+", default \""+contracts.DefaultInstance+"\")")
 	pf.StringVar(&a.socketFlag, "socket", "", "owner socket path (env "+contracts.EnvSocket+"; default derived from the instance)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and daemon errors) as JSON on stdout")
+	pf.BoolVar(&a.wide, "wide", false, "tables: show every column whole and times in full (default: fit the terminal's width, ages like \"3m ago\")")
 
 	root.AddCommand(
 		a.newVersionCmd(),
