@@ -169,15 +169,6 @@ func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
 	}
 }
 
-// shortTime shows an RFC 3339 time to the second.
-func shortTime(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
 func writeReceipt(w *errWriter, r *contracts.ReceiptInfo) {
 	line := func(label, value string) {
 		if value != "" {
