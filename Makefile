@@ -21,6 +21,16 @@ build: ## build bin/pikod and bin/pikoctl
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikod ./cmd/pikod
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikoctl ./cmd/pikoctl
 
+# make install puts both binaries at a stable path, for the service unit:
+# PREFIX/bin/pikod and PREFIX/bin/pikoctl (default ~/.local/bin).
+PREFIX ?= $(HOME)/.local
+
+.PHONY: install
+install: build ## install pikod and pikoctl to PREFIX/bin (default ~/.local), for 'pikoctl service install'
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN)/pikod $(BIN)/pikoctl $(PREFIX)/bin/
+	@echo "installed $(PREFIX)/bin/pikod and $(PREFIX)/bin/pikoctl; next: $(PREFIX)/bin/pikoctl service install"
+
 .PHONY: run
 run: build ## build and run pikod in the foreground on the default instance
 	$(BIN)/pikod $(ARGS)
@@ -40,9 +50,16 @@ INTEROP_STAMP := $(INTEROP)/node_modules/.package-lock.json
 CONFORMANCE := tests/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE)/node_modules/.package-lock.json
 
+# make test on a fresh Debian machine: test-deps installs the Debian
+# packages the tests run (as root) or stops at once naming them (scripts/test-deps).
 .PHONY: test
-test: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(if $(filter 1,$(PIKO_SKIP_CONFORMANCE)),,conformance) ## run the whole test suite with the race detector
+test: test-deps $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(if $(filter 1,$(PIKO_SKIP_CONFORMANCE)),,conformance) ## run the whole test suite with the race detector
+	$(GO) mod download
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+.PHONY: test-deps
+test-deps: ## install (as root) or name the Debian packages the tests need
+	@GO='$(GO)' ./scripts/test-deps
 
 .PHONY: conformance
 conformance: conformance-deps ## run the MCP client conformance suite against pikod; results in tests/conformance/out
@@ -88,13 +105,19 @@ check: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+# Every Fuzz function of the module, found with go test -list, each for
+# FUZZTIME (go test can fuzz only one target at a time).
+FUZZTIME ?= 30s
+
 .PHONY: fuzz
-fuzz: ## run each fuzz target for 30s
-	$(GO) test ./contracts -run '^$$' -fuzz '^FuzzParseMCPSettings$$' -fuzztime 30s
-	$(GO) test ./contracts -run '^$$' -fuzz '^FuzzSafeText$$' -fuzztime 30s
-	$(GO) test ./vault -run '^$$' -fuzz '^FuzzRedactJSON$$' -fuzztime 30s
-	$(GO) test ./rpc -run '^$$' -fuzz '^FuzzFrameReader$$' -fuzztime 30s
-	$(GO) test ./rpc -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime 30s
+fuzz: ## run every fuzz target of the module for FUZZTIME (default 30s) each
+	@set -e; n=0; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz: $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test $$pkg -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME); \
+			n=$$((n+1)); \
+		done; \
+	done; echo "fuzz: $$n targets, none failed"
 
 .PHONY: clean
 clean: ## remove built binaries

@@ -17,10 +17,13 @@
 //	│   │                   bytes; absent before the first receipt
 //	│   ├── vault_backend → the vault backend "auto" chose, kept so later
 //	│   │                   starts use the same one
-//	│   └── approval_gate → the owner approval gate (daemon/owner.go), JSON
-//	│                       {"passphraseSet","failures","locks","lockedUntil"}:
-//	│                       wrong passphrases and locks survive a restart; the
-//	│                       passphrase's hash itself is in the vault
+//	│   ├── approval_gate → the owner approval gate (daemon/owner.go), JSON
+//	│   │                   {"passphraseSet","failures","locks","lockedUntil"}:
+//	│   │                   wrong passphrases and locks survive a restart; the
+//	│   │                   passphrase's hash itself is in the vault
+//	│   └── paused        → the paused servers (daemon/pause.go), JSON
+//	│                       {"<server>":{"since","reason"}}: a hand-off
+//	│                       survives a restart
 //	├── settings/
 //	│   └── <extension> → SettingsRecord JSON:
 //	│                     {"revision":N,"updatedAt":"…","settings":{…canonical…}}

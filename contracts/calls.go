@@ -77,6 +77,9 @@ type CallResult struct {
 	ActionID  string `json:"actionId,omitempty"`
 	Digest    string `json:"digest,omitempty"`
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Held says why a call its grant would have run was prepared as an
+	// action instead (the server is paused: extensions.mcp.pause).
+	Held string `json:"held,omitempty"`
 }
 
 // ProgressParams is the params of the extensions.mcp.progress notification

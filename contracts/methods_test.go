@@ -67,10 +67,11 @@ func TestTerminalOnlyParamsCarryPassphrase(t *testing.T) {
 		MethodMCPTrust:           TrustParams{},
 		MethodPassphrase:         PassphraseParams{},
 		MethodMCPRequestsRespond: RespondParams{},
+		MethodMCPResume:          ResumeParams{},
 	}
 	// Reserved methods not served yet; each needs its params type here
 	// when it is.
-	notYet := map[string]bool{MethodMCPResume: true}
+	notYet := map[string]bool{}
 	for _, m := range MethodTable {
 		if !m.TerminalOnly() || notYet[m.Name] {
 			continue

@@ -210,6 +210,10 @@ func TestParseProblems(t *testing.T) {
 		// artifactDirectory
 		{name: "artifactDirectory relative", edit: func(m tree) { local(m)["artifactDirectory"] = "out" }, server: "local", field: "artifactDirectory", msg: "absolute"},
 		{name: "artifactDirectory dotdot", edit: func(m tree) { local(m)["artifactDirectory"] = "/srv/a/../b" }, server: "local", field: "artifactDirectory", msg: "clean"},
+		{name: "artifactDirectory tmp", edit: func(m tree) { local(m)["artifactDirectory"] = "/tmp" }, server: "local", field: "artifactDirectory", msg: "shared temporary"},
+		{name: "artifactDirectory under tmp", edit: func(m tree) { local(m)["artifactDirectory"] = "/tmp/out" }, server: "local", field: "artifactDirectory", msg: "shared temporary"},
+		{name: "artifactDirectory dev shm", edit: func(m tree) { local(m)["artifactDirectory"] = "/dev/shm/x" }, server: "local", field: "artifactDirectory", msg: "shared temporary"},
+		{name: "artifactDirectory root", edit: func(m tree) { local(m)["artifactDirectory"] = "/" }, server: "local", field: "artifactDirectory", msg: "root"},
 		{name: "artifactDirectory trailing slash", edit: func(m tree) { local(m)["artifactDirectory"] = "/srv/a/" }, server: "local", field: "artifactDirectory"},
 
 		// roots

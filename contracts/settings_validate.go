@@ -623,6 +623,10 @@ func (c *checker) common(s *ServerSettings) {
 			c.add("artifactDirectory", "must be an absolute path")
 		case filepath.Clean(d) != d:
 			c.add("artifactDirectory", "must be a clean path (no \"..\", \".\", repeated or trailing slashes)")
+		case d == "/":
+			c.add("artifactDirectory", "must not be the root directory: name the private directory the server writes its output to")
+		case sharedTemp(d):
+			c.add("artifactDirectory", "must not be in a shared temporary directory (/tmp, /var/tmp, /dev/shm): other users can plant files there; use a private directory such as ~/.local/share/NAME")
 		}
 	}
 	for i, r := range s.Roots {
@@ -637,6 +641,17 @@ func (c *checker) common(s *ServerSettings) {
 		}
 	}
 	c.tools(s)
+}
+
+// sharedTemp reports a clean absolute path that is, or is inside, a
+// directory every user may write to.
+func sharedTemp(p string) bool {
+	for _, t := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		if p == t || strings.HasPrefix(p, t+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func validRootURI(raw string) bool {

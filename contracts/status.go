@@ -57,6 +57,11 @@ type ServerStatus struct {
 	// the grant's pin (their grants are suspended; see
 	// extensions.mcp.trust). Empty unless connected.
 	ChangedTools []string `json:"changedTools,omitempty"`
+	// Pause is set while the server is paused (extensions.mcp.pause);
+	// State is then "paused" and ConnectionState holds the connection's
+	// own state.
+	Pause           *PauseInfo `json:"pause,omitempty"`
+	ConnectionState string     `json:"connectionState,omitempty"`
 	// ExitStatus is how the server's last process ended ("exit status 3").
 	ExitStatus string `json:"exitStatus,omitempty"`
 	// Generation counts successful connects; prepared actions bind to it.

@@ -37,6 +37,12 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	if err := d.sup.Schemas().Validate(tool.InputSchema, args); err != nil {
 		return nil, fmt.Errorf("arguments for %s on %q: %w", tool.OriginalName, server, err)
 	}
+	// A paused server's granted tools wait for the owner like any other.
+	held := ""
+	if pause, ok := d.pauseOf(server); ok && tool.Grant != contracts.GrantNotSelected {
+		held = heldReason(server, pause)
+		tool.Grant = contracts.GrantApproval
+	}
 	switch tool.Grant {
 	case contracts.GrantNotSelected:
 		return nil, contracts.WithHint(
@@ -66,10 +72,11 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	if err != nil {
 		return nil, err
 	}
-	d.log.Info().Str("action", a.ID).Str("server", server).Str("tool", tool.OriginalName).Msg("action prepared")
+	d.log.Info().Str("action", a.ID).Str("server", server).Str("tool", tool.OriginalName).Bool("held", held != "").Msg("action prepared")
 	return contracts.CallResult{
 		Status: contracts.CallApprovalRequired, Server: server, Tool: tool.OriginalName,
 		ActionID: a.ID, Digest: a.Digest, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339),
+		Held: held,
 	}, nil
 }
 

@@ -108,6 +108,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := d.loadSettings(); err != nil {
 		return err
 	}
+	if err := d.loadPauses(); err != nil {
+		return err
+	}
 
 	// Processes a killed daemon left behind are ended before anything new
 	// starts; orphans of our own servers get reparented to us from now on.
@@ -200,8 +203,11 @@ func Run(ctx context.Context, cfg Config) error {
 	d.events = newEvents(log.With().Str("component", "events").Logger())
 	defer d.events.close()
 	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
-		Log:           log.With().Str("component", "mcp").Logger(),
-		RunDir:        runDir,
+		Log:    log.With().Str("component", "mcp").Logger(),
+		RunDir: runDir,
+		// npx and uvx keep their downloads across connects (HOME stays
+		// disposable).
+		CacheDir:      filepath.Join(cfg.StateDir, "cache"),
 		Records:       records,
 		ClientVersion: cfg.Version,
 		// The session's own settings decide: identity is checked against
@@ -260,7 +266,9 @@ type daemon struct {
 	requests requestQueue
 	// red removes known credential values from everything that leaves
 	// the daemon or is stored; the vault's records feed it.
-	red     *vault.Redactor
+	red *vault.Redactor
+	// paused holds the servers handed over to the owner (pause.go).
+	paused  pauses
 	log     zerolog.Logger
 	started time.Time
 

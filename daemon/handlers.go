@@ -48,6 +48,10 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPRequestsRespond: d.requestsRespond,
 		contracts.MethodMCPRequestsPropose: d.requestsPropose,
 		contracts.MethodMCPSearch:          d.search,
+		contracts.MethodMCPPause:           d.pause,
+		contracts.MethodMCPResume:          d.resume,
+		contracts.MethodMCPArtifact:        d.artifact,
+		contracts.MethodMCPImport:          d.importArtifact,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
@@ -253,6 +257,7 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 			servers[i].Credentials, servers[i].CredentialGeneration = d.creds.state(&cfg)
 		}
 	}
+	d.markPaused(servers)
 	d.mu.Lock()
 	rev := d.revision
 	d.mu.Unlock()

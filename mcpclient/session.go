@@ -643,7 +643,7 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 		p, err := proc.Start(proc.Spec{
 			ServerID: s.cfg.ID, Command: s.cfg.Command, Args: s.cfg.Args, Cwd: s.cfg.Cwd, Env: env,
 			MaxLineBytes: s.cfg.MessageLimit(), RunDir: s.sup.opts.RunDir, PATH: s.sup.opts.PATH,
-			Redact: s.sup.opts.Redact,
+			CacheDir: s.sup.cacheDir(s.cfg.ID), Redact: s.sup.opts.Redact,
 		}, s.sup.opts.Records, s.log)
 		if err != nil {
 			return nil, err

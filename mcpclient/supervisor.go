@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,9 @@ type Options struct {
 	Log zerolog.Logger
 	// RunDir holds the disposable homes of stdio servers (STATE/run).
 	RunDir string
+	// CacheDir holds one persistent cache directory per stdio server
+	// (STATE/cache/<id>); "" keeps caches in the disposable homes.
+	CacheDir string
 	// Records keeps process groups durably so a restarted daemon can reap
 	// what a killed one left behind.
 	Records proc.Records
@@ -601,4 +605,13 @@ func (s *Supervisor) Close() {
 	s.cancel()
 	s.wg.Wait()
 	s.sweep()
+}
+
+// cacheDir is server id's persistent cache directory, or "" when the
+// supervisor keeps none. Validated ids are safe file names.
+func (s *Supervisor) cacheDir(id string) string {
+	if s.opts.CacheDir == "" {
+		return ""
+	}
+	return filepath.Join(s.opts.CacheDir, id)
 }

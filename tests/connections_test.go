@@ -341,11 +341,14 @@ func TestChildEnvironment(t *testing.T) {
 		"LC_ALL":          "C.UTF-8",
 		"TMPDIR":          filepath.Join(home, "tmp"),
 		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
-		"XDG_DATA_HOME":   filepath.Join(home, ".local/share"),
-		"XDG_STATE_HOME":  filepath.Join(home, ".local/state"),
-		"XDG_RUNTIME_DIR": filepath.Join(home, "run"),
-		"FOO":             "bar",
+		// The cache persists per server under the state dir; HOME does not.
+		"XDG_CACHE_HOME":   filepath.Join(d.stateDir, "cache", "envy"),
+		"npm_config_cache": filepath.Join(d.stateDir, "cache", "envy", "npm"),
+		"UV_CACHE_DIR":     filepath.Join(d.stateDir, "cache", "envy", "uv"),
+		"XDG_DATA_HOME":    filepath.Join(home, ".local/share"),
+		"XDG_STATE_HOME":   filepath.Join(home, ".local/state"),
+		"XDG_RUNTIME_DIR":  filepath.Join(home, "run"),
+		"FOO":              "bar",
 	}
 	// The server's mark: random, its own (pikod finds its processes by it).
 	if mark := env["PIKOD_SERVER_MARK"]; !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(mark) {

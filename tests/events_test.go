@@ -365,7 +365,9 @@ func TestLogRingBounded(t *testing.T) {
 		res = read("flood", contracts.LoggingParams{Limit: 1000})
 		st = serverStatus(t, d, "flood")
 		return res.Evicted > 0 && st.Dropped != nil && st.Dropped.LogMessages > 0
-	}, func() string { return fmt.Sprintf("kept %d, evicted %d, dropped %+v", res.Kept, res.Evicted, st.Dropped) })
+	}, func() string {
+		return fmt.Sprintf("kept %d, evicted %d, dropped %+v", res.Kept, res.Evicted, st.Dropped)
+	})
 	d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "flood"})
 	res = read("flood", contracts.LoggingParams{Limit: 1000})
 	if res.Kept != 1000 || len(res.Entries) != 1000 || res.LastID != res.Evicted+1000 {

@@ -374,7 +374,8 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
 			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout,
-			contracts.MethodMCPSearch, 			contracts.MethodMCPRequests, contracts.MethodMCPRequestsRead, contracts.MethodMCPRequestsRespond, contracts.MethodMCPRequestsPropose}
+			contracts.MethodMCPSearch, contracts.MethodMCPRequests, contracts.MethodMCPRequestsRead, contracts.MethodMCPRequestsRespond, contracts.MethodMCPRequestsPropose,
+			contracts.MethodMCPPause, contracts.MethodMCPResume, contracts.MethodMCPArtifact, contracts.MethodMCPImport}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name

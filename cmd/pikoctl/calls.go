@@ -262,6 +262,9 @@ func (a *app) cancelledUnsent() error {
 func writeCallResult(w *errWriter, r *contracts.CallResult) {
 	if r.Status == contracts.CallApprovalRequired {
 		fmt.Fprintf(w, "approval required: %s on %s was prepared as action %s (nothing was sent)\n", clean(r.Tool), clean(r.Server), clean(r.ActionID))
+		if r.Held != "" {
+			fmt.Fprintf(w, "  held:    %s\n", clean(r.Held))
+		}
 		fmt.Fprintf(w, "  expires: %s\n  review:  pikoctl mcp review %s\n  approve: pikoctl mcp approve %s\n", clean(r.ExpiresAt), clean(r.ActionID), clean(r.ActionID))
 		return
 	}
@@ -405,7 +408,7 @@ func (a *app) newActionsCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return fmt.Errorf("decoding the actions list: %w", err)
 			}
-			w := &errWriter{w: a.stdout}
+			w := a.tableOut()
 			if len(res.Actions) == 0 {
 				fmt.Fprintln(w, "no actions")
 				return w.err
@@ -413,8 +416,8 @@ func (a *app) newActionsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCREATED\tADVICE")
 			for _, x := range res.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(clip(x.Tool, 30)),
-					cell(x.CreatedAt), cell(clip(x.Advice, 70)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(w.clip(x.Tool, 30)),
+					cell(w.when(x.CreatedAt)), cell(w.clip(x.Advice, 70)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -438,7 +441,16 @@ func stateLabel(x contracts.ActionSummary) string {
 
 func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, json.RawMessage, error) {
 	var raw json.RawMessage
-	if err := a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &raw); err != nil {
+	err := a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &raw)
+	if err != nil && len(id) < actionIDLen && (errors.Is(err, contracts.ErrNotFound) || errors.Is(err, contracts.ErrInvalidArgument)) {
+		// Not a whole id: a unique prefix of one will do.
+		full, rerr := a.resolveActionID(ctx, id)
+		if rerr != nil {
+			return nil, nil, rerr
+		}
+		err = a.call(ctx, contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: full}, &raw)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	var r contracts.ActionReview
@@ -661,4 +673,44 @@ func (a *app) newSourceCmd() *cobra.Command {
 	cmd.Flags().Int64Var(&offset, "offset", 0, "first character")
 	cmd.Flags().Int64Var(&length, "length", 0, "characters to read (0: everything, in windows)")
 	return cmd
+}
+
+// actionIDLen is the length of a whole action id ("act_" and 26 base32
+// characters).
+const actionIDLen = 30
+
+// resolveActionID turns a unique prefix of an action id (with or without
+// "act_") into the whole id, looking through the newest 1000 actions; a
+// whole id is returned as it is.
+func (a *app) resolveActionID(ctx context.Context, id string) (string, error) {
+	if len(id) >= actionIDLen || id == "" {
+		return id, nil
+	}
+	prefix := id
+	if !strings.HasPrefix(prefix, "act_") {
+		prefix = "act_" + prefix
+	}
+	var list contracts.ActionsListResult
+	if err := a.call(ctx, contracts.MethodMCPActionsList, contracts.ActionsListParams{Limit: 1000}, &list); err != nil {
+		return "", err
+	}
+	var match []string
+	for _, x := range list.Actions {
+		if strings.HasPrefix(x.ID, prefix) {
+			match = append(match, x.ID)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_action", "no action id starts with %q", id),
+			"'pikoctl mcp actions' lists them")
+	}
+	n := len(match)
+	if n > 5 {
+		match = append(match[:5], "...")
+	}
+	return "", contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_action",
+		"%q is the start of %d action ids: %s", id, n, strings.Join(match, ", ")), "type more of the id")
 }

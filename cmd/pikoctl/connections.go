@@ -55,13 +55,18 @@ func (a *app) newConnectionCmds() []*cobra.Command {
 				}
 				return w.err
 			}),
+		a.newReconnectCmd(),
 		a.serverCmd("ping", "Make one round trip to a server", contracts.MethodMCPPing, &ping,
 			func(w *errWriter) error {
 				fmt.Fprintf(w, "%s answered in %d ms (protocol %s)\n", clean(ping.Server), ping.RoundTripMs, clean(ping.ProtocolVersion))
 				return w.err
 			}),
 		a.serverCmd("catalog", "List a server's tools, resources, templates and prompts", contracts.MethodMCPCatalog, &cat,
-			func(w *errWriter) error { return writeCatalog(w, &cat) }),
+			func(w *errWriter) error {
+				tw := a.tableOut()
+				tw.err = w.err
+				return writeCatalog(tw, &cat)
+			}),
 	}
 }
 
@@ -77,8 +82,8 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nTOOL\tNAME\tGRANT\tDESCRIPTION")
 		for _, t := range c.Tools {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(clip(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
-				cell(clip(firstLine(t.Description), 60)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(w.clip(t.OriginalName, 40)), cell(t.Name), cell(grantCell(t)),
+				cell(w.clip(firstLine(t.Description), 60)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -134,6 +139,13 @@ func firstLine(s string) string {
 func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	fmt.Fprintf(w, "server:     %s\n", clean(s.ID))
 	fmt.Fprintf(w, "state:      %s\n", clean(s.State))
+	if s.Pause != nil {
+		line := "since " + clean(s.Pause.Since) + ", connection " + clean(s.ConnectionState)
+		if s.Pause.Reason != "" {
+			line += ": " + clean(s.Pause.Reason)
+		}
+		fmt.Fprintf(w, "paused:     %s (every new call is held for the owner)\n", line)
+	}
 	fmt.Fprintf(w, "transport:  %s\n", clean(s.Transport))
 	fmt.Fprintf(w, "enabled:    %s\n", yesNo(s.Enabled))
 	if s.ProtocolVersion != "" {
@@ -152,7 +164,7 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 	if s.ConnectedSince != "" {
 		fmt.Fprintf(w, "connected:  since %s (generation %d)\n", clean(s.ConnectedSince), s.Generation)
 	}
-	if s.State == contracts.StateConnected {
+	if s.State == contracts.StateConnected || s.ConnectionState == contracts.StateConnected {
 		fmt.Fprintf(w, "catalog:    %d tools, %d resources, %d templates, %d prompts", s.ToolCount, s.ResourceCount, s.TemplateCount, s.PromptCount)
 		if s.CatalogComplete {
 			fmt.Fprintln(w, " (complete)")
@@ -264,6 +276,44 @@ connections that watch. The server must offer subscriptions, and its
 			default:
 				fmt.Fprintf(w, "%s was not subscribed to %s\n", clean(res.Server), clip(res.URI, 200))
 			}
+			return w.err
+		},
+	}
+}
+
+// newReconnectCmd disconnects and connects a server: a fresh process (or
+// HTTP session) and catalog, with the current settings and credentials.
+func (a *app) newReconnectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reconnect SERVER",
+		Short: "Disconnect a server (stopping its processes) and connect it again",
+		Long: `reconnect is disconnect followed by connect: the server starts afresh with
+the current settings and credentials. Prepared actions bound to the old
+connection become stale, as after any reconnect.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var disc contracts.DisconnectResult
+			if err := c.Call(cmd.Context(), contracts.MethodMCPDisconnect, contracts.ServerParams{Server: args[0]}, &disc); err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := c.Call(cmd.Context(), contracts.MethodMCPConnect, contracts.ServerParams{Server: args[0]}, &raw); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return printRaw(a.stdout, raw)
+			}
+			var conn contracts.ConnectResult
+			if err := json.Unmarshal(raw, &conn); err != nil {
+				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPConnect, err)
+			}
+			w := &errWriter{w: a.stdout}
+			writeServerDetail(w, conn.Server)
 			return w.err
 		},
 	}

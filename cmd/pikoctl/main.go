@@ -2,16 +2,17 @@
 // but "service" is one JSON-RPC call on the daemon's owner socket, and the
 // CLI keeps no state of its own.
 //
-// Exit codes: 0 success, 1 failure (the daemon returned an error, or the
-// input was invalid), 2 usage error, 3 daemon unreachable.
+// Exit codes: exitCodes below, printed by 'pikoctl --help'.
 package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/term"
@@ -27,6 +28,30 @@ const (
 	exitUsage       = 2
 	exitUnreachable = 3
 )
+
+// exitCodes is the one table of pikoctl's exit codes: 'pikoctl --help'
+// prints it and the README copies it (a test compares them).
+var exitCodes = []struct {
+	code int
+	what string
+}{
+	{exitOK, "success"},
+	{exitFailure, "failure: the daemon answered with an error, the input was wrong, a call failed, or you declined"},
+	{exitUsage, "usage error: unknown command or flag, wrong arguments"},
+	{exitUnreachable, "pikod is unreachable (the message names the socket and how to start pikod)"},
+	{exitApprovalRequired, "approval required: the call was prepared as an action; nothing was sent"},
+	{exitUncertain, "uncertain: the call may have had an effect; check before trying again"},
+}
+
+// exitCodeHelp renders exitCodes for --help.
+func exitCodeHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.what)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,6 +69,13 @@ func main() {
 		lookPath:        exec.LookPath,
 		goos:            runtime.GOOS,
 		uid:             os.Getuid(),
+		termWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stdout.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
 	}
 	code := a.run(ctx, os.Args[1:])
 	stop()

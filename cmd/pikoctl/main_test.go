@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -567,5 +568,24 @@ func TestMCPStatus(t *testing.T) {
 				t.Errorf("status params server = %q, want %q", p.Server, tt.wantServer)
 			}
 		})
+	}
+}
+
+// TestExitCodeTableInREADME: the README's exit-code table is the one
+// 'pikoctl --help' prints.
+func TestExitCodeTableInREADME(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := exitCodeHelp()
+	for _, e := range exitCodes {
+		row := fmt.Sprintf("| %d | %s |", e.code, e.what)
+		if !strings.Contains(string(b), row) {
+			t.Errorf("README lacks the exit-code row %q", row)
+		}
+		if !strings.Contains(help, fmt.Sprintf("  %d  %s", e.code, e.what)) {
+			t.Errorf("--help lacks exit code %d", e.code)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/spf13/cobra"
@@ -28,6 +29,8 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newAuthCmds()...)
 	mcp.AddCommand(a.newServerEditCmds()...)
 	mcp.AddCommand(a.newToolCmd(), a.newSearchCmd(), a.newImportCmd())
+	mcp.AddCommand(a.newPauseCmds()...)
+	mcp.AddCommand(a.newArtifactCmd())
 	return mcp
 }
 
@@ -220,7 +223,7 @@ func (a *app) newMCPStatusCmd() *cobra.Command {
 				writeServerDetail(w, res.Servers[0])
 				return w.err
 			}
-			return writeStatus(&errWriter{w: a.stdout}, &res)
+			return writeStatus(a.tableOut(), &res)
 		},
 	}
 }
@@ -234,12 +237,15 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 		fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tENABLED\tPROTOCOL\tPID\tTOOLS\tLAST ERROR")
 		for _, s := range res.Servers {
 			state := s.State
+			if s.Pause != nil && s.ConnectionState != "" {
+				state += " (" + s.ConnectionState + ")"
+			}
 			if len(s.ChangedTools) > 0 {
 				state += " (definition changed)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 				cell(s.ID), cell(state), cell(s.Transport), yesNo(s.Enabled),
-				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(clip(s.LastError, maxErrorWidth)))
+				cell(s.ProtocolVersion), pidCell(s.PID), toolsCell(s), cell(w.clip(s.LastError, maxErrorWidth)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -282,6 +288,10 @@ func approvalsLine(st contracts.ApprovalsStatus) string {
 type errWriter struct {
 	w   io.Writer
 	err error
+	// wide (--wide) turns clipping off; now is when relative ages count
+	// from (zero: time.Now()).
+	wide bool
+	now  time.Time
 }
 
 func (b *errWriter) Write(p []byte) (int, error) {
@@ -321,7 +331,7 @@ func pidCell(pid int) string {
 // to be incomplete, and "-" before the first catalog.
 func toolsCell(s contracts.ServerStatus) string {
 	switch {
-	case s.State != contracts.StateConnected && s.ToolCount == 0 && !s.CatalogComplete:
+	case s.State != contracts.StateConnected && s.ConnectionState != contracts.StateConnected && s.ToolCount == 0 && !s.CatalogComplete:
 		return "-"
 	case !s.CatalogComplete:
 		return strconv.Itoa(s.ToolCount) + "?"

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
+	"unicode/utf8"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -81,3 +83,96 @@ func cleanLines(s string) string { return contracts.SafeText(s, contracts.Lines,
 
 // clip is clean bounded to n characters (counted after rendering).
 func clip(s string, n int) string { return contracts.SafeText(s, contracts.OneLine, n) }
+
+// tableOut returns the writer for a command whose output is mostly a
+// table: with --wide nothing is clipped; on a terminal each line is cut
+// to the terminal's width (marked with "…"); into a pipe the columns keep
+// their fixed clip widths.
+func (a *app) tableOut() *errWriter {
+	w := &errWriter{w: a.stdout, wide: a.wide, now: time.Now()}
+	if !a.wide && a.termWidth != nil {
+		if n := a.termWidth(); n > 0 {
+			w.w = &fitWriter{w: a.stdout, width: n}
+		}
+	}
+	return w
+}
+
+// clip clips s to n characters, unless the table is --wide.
+func (b *errWriter) clip(s string, n int) string {
+	if b.wide {
+		return clean(s)
+	}
+	return clip(s, n)
+}
+
+// when renders an RFC 3339 time as an age ("3m ago"); --wide adds the
+// time itself.
+func (b *errWriter) when(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return clean(ts)
+	}
+	now := b.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	age := relativeAge(now.Sub(t))
+	if b.wide {
+		return t.UTC().Format(time.RFC3339) + " (" + age + ")"
+	}
+	return age
+}
+
+// relativeAge says how long ago d was, in the largest whole unit.
+func relativeAge(d time.Duration) string {
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// fitWriter cuts every line written through it to width characters,
+// marking a cut line with "…". Text reaching it is already made safe
+// (no escape sequences), so one rune is one column except for wide ones.
+type fitWriter struct {
+	w     io.Writer
+	width int
+	col   int
+}
+
+func (f *fitWriter) Write(p []byte) (int, error) {
+	var out []byte
+	for _, r := range string(p) {
+		switch {
+		case r == '\n':
+			out = append(out, '\n')
+			f.col = 0
+		case f.col < f.width-1:
+			out = utf8.AppendRune(out, r)
+			f.col++
+		case f.col == f.width-1:
+			out = append(out, "…"...)
+			f.col++
+		}
+	}
+	if _, err := f.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

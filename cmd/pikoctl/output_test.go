@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestJSONObject(t *testing.T) {
@@ -60,5 +62,49 @@ func TestClean(t *testing.T) {
 	}
 	if got := clip("eleven char", 10); got != "eleven ch…" {
 		t.Errorf("clip = %q", got)
+	}
+}
+
+func TestFitWriter(t *testing.T) {
+	var b bytes.Buffer
+	f := &fitWriter{w: &b, width: 10}
+	// Written in pieces, as tabwriter and fmt do.
+	for _, s := range []string{"short\n", "exactly 10", "\n", "a much longer line than ten", "\nnext\n"} {
+		if _, err := f.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "short\nexactly 1…\na much lo…\nnext\n"
+	if b.String() != want {
+		t.Errorf("fitWriter wrote %q, want %q", b.String(), want)
+	}
+}
+
+func TestRelativeAge(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{5 * time.Second, "5s ago"},
+		{3*time.Minute + 59*time.Second, "3m ago"},
+		{5 * time.Hour, "5h ago"},
+		{47 * time.Hour, "47h ago"},
+		{72 * time.Hour, "3d ago"},
+		{-2 * time.Minute, "in 2m"},
+	} {
+		if got := relativeAge(tt.d); got != tt.want {
+			t.Errorf("relativeAge(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+	w := &errWriter{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	if got := w.when("2026-01-02T03:00:05Z"); got != "4m ago" {
+		t.Errorf("when = %q, want 4m ago", got)
+	}
+	w.wide = true
+	if got := w.when("2026-01-02T03:00:05Z"); got != "2026-01-02T03:00:05Z (4m ago)" {
+		t.Errorf("wide when = %q", got)
+	}
+	if got := w.clip(strings.Repeat("x", 100), 10); len(got) != 100 {
+		t.Errorf("--wide clipped a cell to %d characters", len(got))
 	}
 }

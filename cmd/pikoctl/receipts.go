@@ -88,7 +88,7 @@ that does not match the chain head. Exit status 0 when the chain is intact,
 			if a.jsonOut {
 				return printRaw(a.stdout, raw)
 			}
-			w := &errWriter{w: a.stdout}
+			w := a.tableOut()
 			writeReceipts(w, &res)
 			return w.err
 		},
@@ -157,8 +157,8 @@ func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SEQ\tRECEIPT\tCREATED\tKIND\tSERVER\tTOOL\tSTATUS")
 		for _, r := range res.Receipts {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(shortTime(r.CreatedAt)), cell(r.Kind),
-				cell(r.Server), cell(clip(r.Tool, 30)), cell(r.Status))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(w.when(r.CreatedAt)), cell(r.Kind),
+				cell(r.Server), cell(w.clip(r.Tool, 30)), cell(r.Status))
 		}
 		if err := tw.Flush(); err != nil {
 			return
@@ -167,15 +167,6 @@ func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
 	if res.Head != nil && res.Head.Seq > 0 {
 		fmt.Fprintf(w, "chain head: sequence %d, %s, sha256 %s\n", res.Head.Seq, clean(res.Head.ReceiptID), clean(res.Head.Hash))
 	}
-}
-
-// shortTime shows an RFC 3339 time to the second.
-func shortTime(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func writeReceipt(w *errWriter, r *contracts.ReceiptInfo) {

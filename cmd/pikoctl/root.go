@@ -32,6 +32,10 @@ type app struct {
 	instanceFlag string
 	socketFlag   string
 	jsonOut      bool
+	wide         bool
+	// termWidth is stdout's terminal width, 0 when it is not a terminal
+	// (nil: never a terminal).
+	termWidth func() int
 
 	// started is set once cobra has parsed flags and validated arguments, so
 	// any error cobra returned before it is a usage error.
@@ -72,12 +76,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 
 func (a *app) newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "pikoctl",
-		Short: "Control pikod, the MCP server supervisor",
-		Long: `pikoctl talks to pikod over its private Unix socket.
-
-Exit codes: 0 success, 1 failure (the daemon returned an error, or the input
-was invalid), 2 usage error, 3 pikod unreachable.`,
+		Use:           "pikoctl",
+		Short:         "Control pikod, the MCP server supervisor",
+		Long:          "pikoctl talks to pikod over its private Unix socket.\n\n" + exitCodeHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -85,7 +86,10 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 			return nil
 		},
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
+	// 'pikoctl completion bash|zsh|fish|powershell' prints a script; the
+	// scripts complete server ids, tool names and action ids by asking
+	// the daemon (complete.go).
+	root.CompletionOptions.HiddenDefaultCmd = false
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -95,6 +99,7 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 	pf.StringVar(&a.instanceFlag, "instance", "", "pikod instance (env "+contracts.EnvInstance+", default \""+contracts.DefaultInstance+"\")")
 	pf.StringVar(&a.socketFlag, "socket", "", "owner socket path (env "+contracts.EnvSocket+"; default derived from the instance)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and daemon errors) as JSON on stdout")
+	pf.BoolVar(&a.wide, "wide", false, "tables: show every column whole and times in full (default: fit the terminal's width, ages like \"3m ago\")")
 
 	root.AddCommand(
 		a.newVersionCmd(),
@@ -104,7 +109,9 @@ was invalid), 2 usage error, 3 pikod unreachable.`,
 		a.newVaultCmd(),
 		a.newApprovalsCmd(),
 		a.newTUICmd(),
+		a.newDoctorCmd(),
 	)
+	a.addCompletions(root)
 	return root
 }
 

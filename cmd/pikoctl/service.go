@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -27,6 +28,10 @@ type serviceOptions struct {
 	// StateDir is the instance's state directory; the launchd agent sends
 	// pikod's stderr to a file in it.
 	StateDir string
+	// PATH, when set, is the search path the service runs with (and gives
+	// stdio servers): the installing shell's absolute PATH entries, so
+	// npx, uvx and node are found as they are in your shell.
+	PATH string
 }
 
 // systemdUnitName is the user unit of instance: pikod.service for the
@@ -54,6 +59,11 @@ func systemdUnit(o serviceOptions) string {
 	w("[Service]")
 	w("Type=simple")
 	w("ExecStart=%s %s %s", systemdQuote(o.Pikod), "--instance", systemdQuote(o.Instance))
+	if o.PATH != "" {
+		w("# The PATH of the shell that ran 'pikoctl service install': stdio servers")
+		w("# started with npx, uvx or node find them here. Reinstall to change it.")
+		w("Environment=%s", systemdQuote("PATH="+o.PATH))
+	}
 	w("Restart=on-failure")
 	w("RestartSec=2")
 	w("# Every MCP server pikod starts runs in its own process group inside this")
@@ -129,6 +139,13 @@ func launchdPlist(o serviceOptions) string {
 		str("\t\t", arg)
 	}
 	b.WriteString("\t</array>\n")
+	if o.PATH != "" {
+		key("EnvironmentVariables")
+		b.WriteString("\t<dict>\n")
+		fmt.Fprintf(&b, "\t\t<key>PATH</key>\n")
+		str("\t\t", o.PATH)
+		b.WriteString("\t</dict>\n")
+	}
 	key("RunAtLoad")
 	b.WriteString("\t<true/>\n")
 	// Restart after a crash, not after a clean stop.
@@ -155,7 +172,7 @@ func xmlEscape(s string) string {
 
 func (a *app) newServiceCmd() *cobra.Command {
 	svc := groupCmd("service", "Generate or install a systemd user unit (Linux) or launchd agent (macOS) for pikod")
-	svc.AddCommand(a.newServicePrintCmd(), a.newServiceInstallCmd())
+	svc.AddCommand(a.newServicePrintCmd(), a.newServiceInstallCmd(), a.newServiceUninstallCmd(), a.newServiceStatusCmd())
 	return svc
 }
 
@@ -252,7 +269,7 @@ func (a *app) serviceOptions(pikodFlag string) (serviceOptions, error) {
 	if err != nil {
 		return serviceOptions{}, err
 	}
-	return serviceOptions{Instance: instance, Pikod: pikod, StateDir: stateDir}, nil
+	return serviceOptions{Instance: instance, Pikod: pikod, StateDir: stateDir, PATH: absolutePATH(a.getenv("PATH"))}, nil
 }
 
 // findPikod returns the pikod binary the service should run: the flag, else
@@ -367,4 +384,131 @@ func installFile(path string, content []byte, force bool) (written bool, err err
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// absolutePATH keeps the absolute entries of a PATH value, in order and
+// without repeats: a relative entry would depend on the service's cwd.
+func absolutePATH(path string) string {
+	var keep []string
+	seen := map[string]bool{}
+	for _, dir := range filepath.SplitList(path) {
+		if filepath.IsAbs(dir) && !seen[dir] {
+			seen[dir] = true
+			keep = append(keep, dir)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// generatedMark is in every file service install writes; uninstall removes
+// only such files.
+const generatedMark = "Written by 'pikoctl service install'"
+
+func (a *app) newServiceUninstallCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "uninstall",
+		Short: "Stop and disable the service, then remove its unit (Linux) or agent (macOS)",
+		Long: `uninstall stops and disables the service (systemctl --user disable --now, or
+launchctl bootout) and removes the file 'pikoctl service install' wrote. A
+file pikoctl did not write is left alone. pikod's state (settings, database,
+vault) is not touched.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := a.serviceOptions("/pikod")
+			if err != nil {
+				return err
+			}
+			_, path, err := a.serviceFile(a.goos, o)
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(a.stdout, "%s is not installed; nothing to do\n", path)
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			if !bytes.Contains(b, []byte(generatedMark)) {
+				return contracts.Errorf(contracts.ErrFailedPrecondition, "not_generated",
+					"refusing to remove %s: pikoctl did not write it", path)
+			}
+			var stop []string
+			if a.goos == "darwin" {
+				stop = []string{"launchctl", "bootout", fmt.Sprintf("gui/%d/%s", a.uid, launchdLabel(o.Instance))}
+			} else {
+				stop = []string{"systemctl", "--user", "disable", "--now", systemdUnitName(o.Instance)}
+			}
+			if out, err := exec.CommandContext(cmd.Context(), stop[0], stop[1:]...).CombinedOutput(); err != nil {
+				fmt.Fprintf(a.stderr, "pikoctl: %s: %v %s(continuing: it may not have been loaded)\n", strings.Join(stop, " "), err, clean(string(out))+" ")
+			} else {
+				fmt.Fprintf(a.stdout, "stopped: %s\n", strings.Join(stop, " "))
+			}
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("removing %s: %w", path, err)
+			}
+			fmt.Fprintf(a.stdout, "removed %s\n", path)
+			if a.goos != "darwin" {
+				_ = exec.CommandContext(cmd.Context(), "systemctl", "--user", "daemon-reload").Run()
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) newServiceStatusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Say whether the service file is installed and current, and whether it runs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := a.serviceOptions("")
+			installedPikod := ""
+			if err != nil {
+				// No pikod next to pikoctl or on PATH: still report the file.
+				if o, err = a.serviceOptions("/pikod"); err != nil {
+					return err
+				}
+			} else {
+				installedPikod = o.Pikod
+			}
+			want, path, err := a.serviceFile(a.goos, o)
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				fmt.Fprintf(a.stdout, "file:    %s: not installed ('pikoctl service install')\n", path)
+			case err != nil:
+				return fmt.Errorf("reading %s: %w", path, err)
+			case installedPikod != "" && string(b) == want:
+				fmt.Fprintf(a.stdout, "file:    %s: installed, up to date (pikod %s)\n", path, installedPikod)
+			default:
+				fmt.Fprintf(a.stdout, "file:    %s: installed, differs from what 'pikoctl service install' would write now (see 'pikoctl service print')\n", path)
+			}
+			var q []string
+			if a.goos == "darwin" {
+				q = []string{"launchctl", "print", fmt.Sprintf("gui/%d/%s", a.uid, launchdLabel(o.Instance))}
+			} else {
+				q = []string{"systemctl", "--user", "is-active", systemdUnitName(o.Instance)}
+			}
+			out, _ := exec.CommandContext(cmd.Context(), q[0], q[1:]...).Output()
+			state := strings.TrimSpace(string(out))
+			if a.goos == "darwin" {
+				state = map[bool]string{true: "loaded", false: "not loaded"}[len(out) > 0]
+			}
+			if state == "" {
+				state = "unknown (" + q[0] + " did not answer)"
+			}
+			fmt.Fprintf(a.stdout, "service: %s (%s)\n", clean(state), strings.Join(q, " "))
+			var hello contracts.HelloResult
+			if err := a.call(cmd.Context(), contracts.MethodHello, contracts.HelloParams{APIVersion: contracts.APIVersion}, &hello); err != nil {
+				fmt.Fprintf(a.stdout, "daemon:  not answering\n")
+			} else {
+				fmt.Fprintf(a.stdout, "daemon:  pikod %s, pid %d\n", clean(hello.DaemonVersion), hello.PID)
+			}
+			return nil
+		},
+	}
 }

@@ -51,6 +51,12 @@ type Spec struct {
 	// RunDir is the absolute parent of disposable homes (STATE/run); it is
 	// created 0700 if missing.
 	RunDir string
+	// CacheDir, when set, is the absolute persistent cache directory of
+	// this server (STATE/cache/<id>), created 0700 if missing and kept
+	// across connects so npx and uvx start from their caches. The child
+	// gets it as XDG_CACHE_HOME, with npm_config_cache=CacheDir/npm and
+	// UV_CACHE_DIR=CacheDir/uv; "" leaves the cache in the disposable home.
+	CacheDir string
 	// StderrRingBytes is how much of the stderr tail is kept. Default
 	// DefaultStderrRingBytes.
 	StderrRingBytes int
@@ -139,6 +145,14 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 	}
 	if err := os.MkdirAll(spec.RunDir, 0o700); err != nil {
 		return nil, fmt.Errorf("starting server %q: creating run dir: %w", spec.ServerID, err)
+	}
+	if spec.CacheDir != "" {
+		if !filepath.IsAbs(spec.CacheDir) {
+			return nil, fmt.Errorf("starting server %q: cache dir %q is not absolute: %w", spec.ServerID, spec.CacheDir, contracts.ErrInvalidArgument)
+		}
+		if err := os.MkdirAll(spec.CacheDir, 0o700); err != nil {
+			return nil, fmt.Errorf("starting server %q: creating cache dir: %w", spec.ServerID, err)
+		}
 	}
 	mark, err := newMark()
 	if err != nil {
@@ -338,6 +352,13 @@ func makeHome(spec Spec, mark string) (string, []string, error) {
 			return "", nil, fmt.Errorf("creating a disposable home: %w", err)
 		}
 		vars[sd[0]] = dir
+	}
+	// The persistent cache replaces the disposable one; package managers
+	// that ignore XDG get their own variables. Configured env still wins.
+	if spec.CacheDir != "" {
+		vars["XDG_CACHE_HOME"] = spec.CacheDir
+		vars["npm_config_cache"] = filepath.Join(spec.CacheDir, "npm")
+		vars["UV_CACHE_DIR"] = filepath.Join(spec.CacheDir, "uv")
 	}
 	for k, v := range spec.Env {
 		vars[k] = v

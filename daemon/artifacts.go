@@ -1,0 +1,308 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pikod/pikod/approvals"
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
+)
+
+// artifact serves extensions.mcp.artifact: a bounded window of a file a
+// completed receipt reported, read only inside the server's
+// artifactDirectory and never through a symlink or ".." that leaves it.
+func (d *daemon) artifact(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.ArtifactParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.Offset < 0 || p.Length < 0 {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
+	}
+	length := p.Length
+	switch {
+	case length == 0:
+		length = contracts.DefaultArtifactWindow
+	case length > contracts.MaxArtifactWindow:
+		length = contracts.MaxArtifactWindow
+	}
+	f, abs, err := d.openArtifact(p.Server, p.ReceiptID, p.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading artifact %q: %w", abs, err)
+	}
+	res := contracts.ArtifactResult{Server: p.Server, ReceiptID: p.ReceiptID, Path: abs, Size: fi.Size(),
+		ModifiedAt: fi.ModTime().UTC().Format(time.RFC3339), Offset: p.Offset}
+	if p.Offset >= fi.Size() {
+		res.EOF = true
+		return res, nil
+	}
+	buf := make([]byte, min(length, fi.Size()-p.Offset))
+	n, err := f.ReadAt(buf, p.Offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading artifact %q: %w", abs, err)
+	}
+	buf = buf[:n]
+	res.Length = int64(n)
+	res.EOF = p.Offset+int64(n) >= fi.Size()
+	if utf8.Valid(buf) {
+		res.Text = d.red.Text(string(buf))
+		res.Redacted = res.Text != string(buf)
+	} else {
+		res.Base64 = base64.StdEncoding.EncodeToString(buf)
+	}
+	d.log.Info().Str("server", p.Server).Str("receipt", p.ReceiptID).Int64("offset", p.Offset).Int("bytes", n).Msg("artifact read")
+	return res, nil
+}
+
+// importArtifact serves extensions.mcp.import: the whole reported file,
+// copied into the retained sources and linked to the receipt's server.
+func (d *daemon) importArtifact(_ context.Context, req *rpc.Request) (any, error) {
+	var p contracts.ImportParams
+	if err := rpc.DecodeParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	f, abs, err := d.openArtifact(p.Server, p.ReceiptID, p.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, contracts.MaxArtifactImport+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading artifact %q: %w", abs, err)
+	}
+	if len(data) > contracts.MaxArtifactImport {
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "artifact_too_large",
+			"artifact %q is larger than %d bytes: it cannot be imported", abs, contracts.MaxArtifactImport),
+			"read it in windows with extensions.mcp.artifact instead")
+	}
+	sum := sha256.Sum256(data)
+	res := contracts.ImportResult{Server: p.Server, ReceiptID: p.ReceiptID, Path: abs, Size: int64(len(data)),
+		Encoding: "text", SHA256: hex.EncodeToString(sum[:])}
+	text := data
+	if utf8.Valid(data) {
+		red := d.red.Text(string(data))
+		res.Redacted = red != string(data)
+		text = []byte(red)
+	} else {
+		res.Encoding = "base64"
+		text = []byte(base64.StdEncoding.EncodeToString(data))
+	}
+	meta, err := d.sources.Put(p.Server, "artifact:"+filepath.Base(abs), text)
+	if err != nil {
+		return nil, err
+	}
+	res.SourceID = meta.ID
+	d.log.Info().Str("server", p.Server).Str("receipt", p.ReceiptID).Str("source", meta.ID).Int("bytes", len(data)).Msg("artifact imported")
+	return res, nil
+}
+
+// openArtifact checks everything an artifact read needs and opens the file:
+// the server's artifactDirectory (set, a directory, the owner's, not
+// writable by group or others), the receipt (this server's, completed, its
+// retained result naming the file), and the path (inside the directory,
+// not escaping it by ".." or a symlink, a regular file).
+func (d *daemon) openArtifact(server, receiptID, path string) (*os.File, string, error) {
+	cfg, ok := d.serverSettings(server)
+	if !ok {
+		return nil, "", unknownServer(server)
+	}
+	dir := cfg.ArtifactDirectory
+	if dir == "" {
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "no_artifact_directory",
+			"server %q has no artifactDirectory: its files cannot be read", server),
+			`set "artifactDirectory" in the server's settings to the private directory it writes its output to`)
+	}
+	if err := checkArtifactDir(dir); err != nil {
+		return nil, "", err
+	}
+	if receiptID == "" || path == "" {
+		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_artifact",
+			`name the file with "path" and the completed call that reported it with "receiptId"`)
+	}
+	if u, err := url.Parse(path); err == nil && u.Scheme == "file" {
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "invalid_path", "artifact URI %q names another host", path)
+		}
+		path = u.Path
+	}
+	if strings.ContainsRune(path, 0) {
+		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "invalid_path", "the artifact path contains a NUL character")
+	}
+	abs := path
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(dir, abs)
+	}
+	abs = filepath.Clean(abs)
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "outside_artifact_directory",
+			"%q is not inside the artifactDirectory %q of server %q", path, dir, server),
+			"only files inside the server's artifactDirectory can be read")
+	}
+	if err := d.checkReported(server, receiptID, abs); err != nil {
+		return nil, "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("opening the artifactDirectory of %q: %w: %w", server, err, contracts.ErrFailedPrecondition)
+	}
+	defer root.Close()
+	// os.Root refuses a ".." or a symlink that leaves the directory, at
+	// every component, without a race against the server renaming things.
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "escapes"):
+		return nil, "", contracts.Errorf(contracts.ErrPermissionDenied, "artifact_escapes",
+			"%q leaves the artifactDirectory %q of server %q through a symlink: refused", path, dir, server)
+	case errors.Is(err, os.ErrNotExist):
+		return nil, "", contracts.Errorf(contracts.ErrNotFound, "artifact_missing", "artifact %q does not exist (any more)", abs)
+	case err != nil:
+		return nil, "", fmt.Errorf("opening artifact %q: %w", abs, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "not_a_file", "artifact %q is not a regular file", abs)
+	}
+	return f, abs, nil
+}
+
+// checkArtifactDir refuses a directory another user could have written to.
+func checkArtifactDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return contracts.WithHint(fmt.Errorf("artifactDirectory %q: %w: %w", dir, err, contracts.ErrFailedPrecondition),
+			"create it (mkdir -m 700) or fix the setting")
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory",
+			"artifactDirectory %q is a symlink", dir), "set the directory it points to instead")
+	case !fi.IsDir():
+		return contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory", "artifactDirectory %q is not a directory", dir)
+	case st == nil || int(st.Uid) != os.Getuid():
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory",
+			"artifactDirectory %q is not owned by you", dir), "use a directory of your own")
+	case fi.Mode().Perm()&0o022 != 0:
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory",
+			"artifactDirectory %q is writable by group or others (mode %04o)", dir, fi.Mode().Perm()),
+			"chmod go-w it: files others can plant there cannot be trusted")
+	}
+	return nil
+}
+
+// maxReportScan bounds how much of a retained result is searched for the
+// file's name.
+const maxReportScan = 32 << 20
+
+// checkReported requires a completed receipt of server whose retained
+// result names abs (its path or file:// URI in one of its strings).
+func (d *daemon) checkReported(server, receiptID, abs string) error {
+	r, err := d.ledger.Receipt(receiptID)
+	if err != nil {
+		return err
+	}
+	if r.Server != server {
+		return contracts.Errorf(contracts.ErrPermissionDenied, "receipt_of_another_server", "receipt %s is of server %q, not %q", receiptID, r.Server, server)
+	}
+	if r.Status != contracts.CallCompleted || r.SourceID == "" {
+		return contracts.Errorf(contracts.ErrFailedPrecondition, "receipt_not_completed",
+			"receipt %s is %s without a retained result: only a completed call reports artifacts", receiptID, r.Status)
+	}
+	text, err := d.wholeSource(r)
+	if err != nil {
+		return err
+	}
+	if !namesFile(text, abs) {
+		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "artifact_not_reported",
+			"the result of receipt %s does not name %q", receiptID, abs),
+			"read only files the call reported; 'pikoctl mcp receipts --id RECEIPT' shows its result")
+	}
+	return nil
+}
+
+func (d *daemon) wholeSource(r approvals.Receipt) ([]byte, error) {
+	var out []byte
+	for off := int64(0); ; {
+		w, err := d.sources.Read(r.SourceID, off, approvals.MaxSourceReadChars)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w.Text...)
+		off += int64(utf8.RuneCountInString(w.Text))
+		if w.EOF || w.Text == "" {
+			return out, nil
+		}
+		if len(out) > maxReportScan {
+			return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "result_too_large",
+				"the result of receipt %s is larger than %d bytes; artifacts are looked up only in smaller results", r.ID, maxReportScan)
+		}
+	}
+}
+
+// namesFile reports whether a string of the JSON text contains abs or its
+// file:// URI (plain or percent-encoded).
+func namesFile(text []byte, abs string) bool {
+	var v any
+	if err := json.Unmarshal(text, &v); err != nil {
+		return strings.Contains(string(text), abs)
+	}
+	uri := (&url.URL{Scheme: "file", Path: abs}).String()
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return containsPath(x, abs) || containsPath(x, uri)
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		case map[string]any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
+// containsPath reports abs inside s as a whole path: not followed by more
+// of a longer file name ("/out/a" does not report "/out/a.png").
+func containsPath(s, abs string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], abs)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(abs)
+		if end == len(s) || strings.ContainsRune(" \t\n\r\"'`)]},;:<>", rune(s[end])) || (s[end] == '.' && (end+1 == len(s) || s[end+1] == ' ' || s[end+1] == '\n')) {
+			return true
+		}
+		i = i + j + 1
+	}
+}
