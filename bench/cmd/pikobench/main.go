@@ -22,6 +22,9 @@ import (
 	"time"
 )
 
+// scenarioLetters names the scenarios, in the order they run.
+const scenarioLetters = "abcdep"
+
 // config is what the flags choose.
 type config struct {
 	root          string
@@ -35,6 +38,7 @@ type config struct {
 	nodeDir       string
 	only          map[string]bool
 	perfOut       string
+	profileDir    string
 	stateRoot     string
 }
 
@@ -75,9 +79,10 @@ func run() error {
 	flag.IntVar(&cfg.discoveryRuns, "discovery-runs", 5, "timed discoveries per page size in (e)")
 	flag.StringVar(&cfg.interopDir, "interop", "tests/interop", "npm prefix holding server-everything (make interop-deps)")
 	flag.StringVar(&cfg.nodeDir, "node", "bench/node", "npm prefix holding @modelcontextprotocol/inspector")
-	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (a,b,c,d,e); default all")
+	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (letters of "+scenarioLetters+"); default all")
 	flag.StringVar(&cfg.stateRoot, "state-root", os.TempDir(), "directory for the daemons' state dirs and sockets (its file system shows in the numbers: retained results are files)")
 	flag.StringVar(&cfg.perfOut, "perf", "", "record a perf profile of pikod during the read-grant load at concurrency 32 into this file")
+	flag.StringVar(&cfg.profileDir, "profiles", "bench/profiles", "directory for the Go CPU and allocation profiles of pikod written by scenario (p)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -86,8 +91,8 @@ func run() error {
 		cfg.only = map[string]bool{}
 		for s := range strings.SplitSeq(only, ",") {
 			s = strings.TrimSpace(s)
-			if len(s) != 1 || s < "a" || s > "e" {
-				return fmt.Errorf("-only: unknown scenario %q (want a letter a to e)", s)
+			if len(s) != 1 || !strings.Contains(scenarioLetters, s) {
+				return fmt.Errorf("-only: unknown scenario %q (want one of the letters %s)", s, scenarioLetters)
 			}
 			cfg.only[s] = true
 		}
@@ -97,7 +102,7 @@ func run() error {
 		return err
 	}
 	cfg.root = root
-	for _, p := range []*string{&cfg.out, &cfg.interopDir, &cfg.nodeDir} {
+	for _, p := range []*string{&cfg.out, &cfg.interopDir, &cfg.nodeDir, &cfg.profileDir} {
 		if !filepath.IsAbs(*p) {
 			*p = filepath.Join(root, *p)
 		}
@@ -125,6 +130,7 @@ func run() error {
 		{"c", r.scenarioCLI},
 		{"d", r.scenarioRSS},
 		{"e", r.scenarioDiscovery},
+		{"p", r.scenarioProfiles},
 	} {
 		if cfg.only != nil && !cfg.only[s.key] {
 			continue

@@ -90,7 +90,7 @@ type daemonProc struct {
 
 // startDaemon starts pikod on a fresh temporary instance under root (the
 // system temp dir when empty) and waits until it answers system.hello.
-func startDaemon(b *binaries, root string) (*daemonProc, error) {
+func startDaemon(b *binaries, root string, extraArgs ...string) (*daemonProc, error) {
 	// Short, so the socket path stays far below the 108-byte limit.
 	dir, err := os.MkdirTemp(root, "pkb")
 	if err != nil {
@@ -119,7 +119,7 @@ func startDaemon(b *binaries, root string) (*daemonProc, error) {
 		return nil, fmt.Errorf("creating the stderr file: %w", err)
 	}
 	defer errf.Close()
-	d.cmd = exec.Command(b.pikod, "--state-dir", d.stateDir, "--socket", d.socket)
+	d.cmd = exec.Command(b.pikod, append([]string{"--state-dir", d.stateDir, "--socket", d.socket}, extraArgs...)...)
 	d.cmd.Env = d.env
 	d.cmd.Stderr = errf
 	if err := d.cmd.Start(); err != nil {

@@ -50,8 +50,8 @@ func series(warmup, n int, f func() error) ([]time.Duration, error) {
 
 // withFixtureDaemon starts a daemon with the fx fixture server configured
 // and connected, runs f, and stops the daemon.
-func (r *runner) withFixtureDaemon(extra []server, f func(d *daemonProc) error) error {
-	d, err := startDaemon(r.bin, r.cfg.stateRoot)
+func (r *runner) withFixtureDaemon(extra []server, f func(d *daemonProc) error, daemonArgs ...string) error {
+	d, err := startDaemon(r.bin, r.cfg.stateRoot, daemonArgs...)
 	if err != nil {
 		return err
 	}
