@@ -66,6 +66,10 @@ type CallRequest struct {
 	// validated them against that very definition's input schema, so Call
 	// does not repeat the work. Any other value (or "") makes Call check.
 	ValidatedDigest string
+	// Quiet logs a call that ends with a result at debug instead of info
+	// (read-only calls, which the daemon logs at debug too); failures are
+	// logged at info either way.
+	Quiet bool
 }
 
 // CallOutcome is what the server answered.
@@ -243,9 +247,10 @@ wait:
 			break wait
 		}
 	}
-	what := "tools/call " + s.clip(tool.OriginalName, 200)
-	log := sess.log.With().Str("tool", tool.OriginalName).Dur("elapsed", time.Since(start)).Logger()
+	elapsed := time.Since(start)
 	if ans.err != nil {
+		what := "tools/call " + s.clip(tool.OriginalName, 200)
+		log := sess.log.With().Str("tool", tool.OriginalName).Dur("elapsed", elapsed).Logger()
 		var err error
 		switch {
 		case expired != "" && notSentRequest(ans.err):
@@ -269,15 +274,20 @@ wait:
 	}
 	out, err := s.outcome(tool, ans.raw)
 	if err != nil {
-		err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
-		log.Info().Err(err).Msg("tool call answered with an unreadable result")
+		err = fmt.Errorf("tools/call %s on %q: %w", s.clip(tool.OriginalName, 200), sess.cfg.ID, err)
+		sess.log.Info().Err(err).Str("tool", tool.OriginalName).Dur("elapsed", elapsed).Msg("tool call answered with an unreadable result")
 		return nil, err
 	}
 	if sess.cfg.Transport != contracts.TransportStdio {
 		s.auth(sess.cfg.ID).callWentThrough()
 	}
-	log.Info().Bool("is_error", out.IsError).Bool("input_required", out.InputRequired).Bool("output_schema_mismatch", out.OutputSchemaError != "").
-		Int("result_bytes", len(ans.raw)).Msg("tool called")
+	// One event, no derived logger: this line is on every call's path.
+	ev := sess.log.Info()
+	if req.Quiet {
+		ev = sess.log.Debug()
+	}
+	ev.Str("tool", tool.OriginalName).Dur("elapsed", elapsed).Bool("is_error", out.IsError).Bool("input_required", out.InputRequired).
+		Bool("output_schema_mismatch", out.OutputSchemaError != "").Int("result_bytes", len(ans.raw)).Msg("tool called")
 	return out, nil
 }
 

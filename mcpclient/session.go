@@ -120,6 +120,12 @@ type conn struct {
 	catMu    sync.Mutex
 	catalog  *Catalog
 	catReady chan struct{} // closed when catalog is current
+	// encMu guards encFor and enc: the JSON of extensions.mcp.catalog for
+	// the catalog encFor. A published catalog is never changed (a change
+	// publishes a new one), so a different pointer invalidates it.
+	encMu  sync.Mutex
+	encFor *Catalog
+	enc    []byte
 
 	closeOnce sync.Once
 	lost      atomic.Pointer[string]

@@ -577,6 +577,26 @@ func (s *stream) WriteObject(obj any) error {
 	return s.writeFrame(data)
 }
 
+// writeResult writes a success response around result (compact JSON),
+// with the member order jsonrpc2 gives its responses.
+func (s *stream) writeResult(id jsonrpc2.ID, result json.RawMessage) error {
+	idJSON, err := json.Marshal(id)
+	if err != nil {
+		return fmt.Errorf("encoding response id: %w", err)
+	}
+	if len(result) == 0 {
+		result = json.RawMessage("null")
+	}
+	// One allocation: the envelope, the result and the newline writeFrame adds.
+	data := make([]byte, 0, len(idJSON)+len(result)+len(`{"id":,"result":,"jsonrpc":"2.0"}`)+1)
+	data = append(data, `{"id":`...)
+	data = append(data, idJSON...)
+	data = append(data, `,"result":`...)
+	data = append(data, result...)
+	data = append(data, `,"jsonrpc":"2.0"}`...)
+	return s.writeFrame(data)
+}
+
 // writeError writes an error response; id nil means null.
 func (s *stream) writeError(id json.RawMessage, e *jsonrpc2.Error) error {
 	if id == nil {
