@@ -362,25 +362,17 @@ func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogR
 }
 
 // CatalogJSON is Catalog encoded as JSON (json.Marshal of the
-// contracts.CatalogResult). The encoding is kept with the connection until
-// its catalog changes, so asking again for a large catalog costs a copy,
-// not an encoding.
+// contracts.CatalogResult). A catalog is encoded once, when it is
+// published, and the encoding is kept with the connection until its
+// catalog changes, so a request for a large catalog costs a write, not an
+// encoding.
 func (s *Supervisor) CatalogJSON(ctx context.Context, id string) ([]byte, error) {
 	c, cat, release, err := s.connectedCatalog(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	c.encMu.Lock()
-	defer c.encMu.Unlock()
-	if c.encFor != cat {
-		enc, err := json.Marshal(catalogResult(id, cat))
-		if err != nil {
-			return nil, fmt.Errorf("encoding the catalog of %q: %w", id, err)
-		}
-		c.encFor, c.enc = cat, enc
-	}
-	return c.enc, nil
+	return c.encodeCatalog(cat)
 }
 
 // connectedCatalog connects server id and returns its current catalog,

@@ -242,13 +242,16 @@ func (d *daemonProc) connect(id string) (contracts.ServerStatus, error) {
 
 // server is one entry of the mcp settings, as the benchmark writes them.
 type server struct {
-	ID              string   `json:"id"`
-	Transport       string   `json:"transport"`
-	Command         string   `json:"command"`
-	Args            []string `json:"args,omitempty"`
-	Tools           []string `json:"tools,omitempty"`
-	ReadOnlyTools   []string `json:"readOnlyTools,omitempty"`
-	AutonomousTools []string `json:"autonomousTools,omitempty"`
+	ID                  string   `json:"id"`
+	Transport           string   `json:"transport"`
+	Command             string   `json:"command,omitempty"`
+	Args                []string `json:"args,omitempty"`
+	URL                 string   `json:"url,omitempty"`
+	AllowPrivateNetwork bool     `json:"allowPrivateNetwork,omitempty"`
+	MaxBytes            int      `json:"maxBytes,omitempty"`
+	Tools               []string `json:"tools,omitempty"`
+	ReadOnlyTools       []string `json:"readOnlyTools,omitempty"`
+	AutonomousTools     []string `json:"autonomousTools,omitempty"`
 }
 
 type settings struct {

@@ -51,12 +51,17 @@ func series(warmup, n int, f func() error) ([]time.Duration, error) {
 // withFixtureDaemon starts a daemon with the fx fixture server configured
 // and connected, runs f, and stops the daemon.
 func (r *runner) withFixtureDaemon(extra []server, f func(d *daemonProc) error, daemonArgs ...string) error {
+	return r.withDaemon(append([]server{fixtureConf(r.bin.fixture)}, extra...), f, daemonArgs...)
+}
+
+// withDaemon starts a daemon with the servers all configured and
+// connected, runs f, and stops the daemon.
+func (r *runner) withDaemon(all []server, f func(d *daemonProc) error, daemonArgs ...string) error {
 	d, err := startDaemon(r.bin, r.cfg.stateRoot, daemonArgs...)
 	if err != nil {
 		return err
 	}
 	ferr := func() error {
-		all := append([]server{fixtureConf(r.bin.fixture)}, extra...)
 		if err := d.configure(settings{Servers: all}); err != nil {
 			return fmt.Errorf("configuring: %w", err)
 		}
@@ -362,6 +367,11 @@ func (r *runner) scenarioThroughput() error {
 	}
 	rate := read[32].rate()
 	r.res.readRate32 = &rate
+	r.res.directRate32, r.res.autoRate32 = direct[32].rate(), auto[32].rate()
+	if l := read[32]; len(l.cpu) > 0 && l.cpu[0] >= 0 && l.calls > 0 {
+		cpu := l.cpu[0] / time.Duration(l.calls)
+		r.res.readCPU32 = &cpu
+	}
 	r.rep.section("(b) Throughput",
 		fmt.Sprintf("Each level runs for %v after a short warm-up. pikod: every worker goroutine has its own "+
 			"socket connection; direct: the workers share one mcp-go client, as pikod shares one connection "+
@@ -717,6 +727,10 @@ func (r *runner) scenarioDiscovery() error {
 			return err
 		}
 		ds, cs, ks := summarize(direct), summarize(connect), summarize(catalog)
+		if r.res.catalogP50 == nil || ks.p50 > *r.res.catalogP50 {
+			p50 := ks.p50
+			r.res.catalogP50 = &p50
+		}
 		t.add("direct: spawn + initialize + every page of every list (mcp-go)", fmt.Sprint(page), fmt.Sprint(directTools),
 			fmtDur(ds.p50), fmtDur(minOf(direct)), fmtDur(maxOf(direct)), "—")
 		t.add("pikod: extensions.mcp.connect (spawn, handshake, complete catalog)", fmt.Sprint(page), fmt.Sprint(got),
