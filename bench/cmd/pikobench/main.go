@@ -60,6 +60,8 @@ type results struct {
 	// fsync is the median time of one small write and fdatasync on the
 	// state root's file system.
 	fsync time.Duration
+	// diskPerRead is the state directory's growth per read call in (p).
+	diskPerRead int64
 }
 
 type runner struct {

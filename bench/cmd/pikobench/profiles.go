@@ -35,7 +35,11 @@ func (r *runner) scenarioProfiles() error {
 		mem := filepath.Join(r.cfg.profileDir, "pikod-"+grant.name+".alloc.pprof")
 		r.logf("(p) profiles: pikod %s grant, concurrency %d", grant.name, profileConcurrency)
 		calls := 0
+		var stateDir string
+		var dbBefore int64
 		err := r.withFixtureDaemon(nil, func(d *daemonProc) error {
+			stateDir = d.stateDir
+			dbBefore = diskBytes(stateDir)
 			workers := make([]func() error, 0, profileConcurrency)
 			for range profileConcurrency {
 				c, err := d.dial()
@@ -52,7 +56,16 @@ func (r *runner) scenarioProfiles() error {
 		if err != nil {
 			return fmt.Errorf("%s grant: %w", grant.name, err)
 		}
-		fmt.Fprintf(&b, "\n### %s grant, concurrency %d (%d calls in %v)\n\n", grant.name, profileConcurrency, calls, r.cfg.duration)
+		// The daemon has stopped: everything it queued is on disk.
+		perCall := "—"
+		if after := diskBytes(stateDir); calls > 0 && after >= 0 && dbBefore >= 0 {
+			perCall = fmt.Sprintf("%d bytes", (after-dbBefore)/int64(calls))
+			if grant.name == "read" {
+				r.res.diskPerRead = (after - dbBefore) / int64(calls)
+			}
+		}
+		fmt.Fprintf(&b, "\n### %s grant, concurrency %d (%d calls in %v; state directory growth per call, database and sources: %s)\n\n",
+			grant.name, profileConcurrency, calls, r.cfg.duration, perCall)
 		for _, p := range []struct{ file, index, what string }{
 			{cpu, "cpu", "CPU, cumulative"},
 			{mem, "alloc_space", "allocated bytes, cumulative"},
@@ -97,4 +110,28 @@ func relTo(root, p string) string {
 		return rel
 	}
 	return p
+}
+
+// diskBytes is the bytes of the files under dir (-1 when unreadable). bbolt
+// grows its file in steps, so for a few thousand calls this is an upper
+// bound of what they stored.
+func diskBytes(dir string) int64 {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() {
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return -1
+	}
+	return total
 }
