@@ -82,7 +82,7 @@ func (r *runner) extraBig(t *table) error {
 	r.logf("(f) 20 MB result: pikod")
 	conf := fixtureConf(r.bin.fixture)
 	conf.ID, conf.MaxBytes = "bx", contracts.MaxMaxBytes
-	conf.Tools, conf.ReadOnlyTools = []string{"big"}, []string{"big"}
+	conf.Tools, conf.ReadOnlyTools, conf.AutonomousTools = []string{"big"}, []string{"big"}, nil
 	params := contracts.CallParams{Server: "bx", Tool: "big", Arguments: json.RawMessage(fmt.Sprintf(`{"bytes":%d}`, bigResultBytes))}
 	var through []time.Duration
 	var growth int64 = -1
