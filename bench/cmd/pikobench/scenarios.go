@@ -684,7 +684,7 @@ func (r *runner) scenarioDiscovery() error {
 		if err != nil {
 			return err
 		}
-		var connect, catalog []time.Duration
+		var connect, catalog, catalogCPU []time.Duration
 		var got, catBytes int
 		ferr := func() error {
 			if err := d.configure(settings{Servers: []server{{ID: "big", Transport: "stdio", Command: r.bin.fixture, Args: args}}}); err != nil {
@@ -706,16 +706,21 @@ func (r *runner) scenarioDiscovery() error {
 					return fmt.Errorf("catalog after connect: complete=%v tools=%d problem=%q", res.Server.CatalogComplete, res.Server.ToolCount, res.Server.CatalogProblem)
 				}
 				got = res.Server.ToolCount
+				cpu0 := procCPU(d.pid())
 				start = time.Now()
 				var cat json.RawMessage
 				if err := callOn(c, contracts.MethodMCPCatalog, contracts.ServerParams{Server: "big"}, &cat); err != nil {
 					return fmt.Errorf("catalog: %w", err)
 				}
 				catElapsed := time.Since(start)
+				catCPU := procCPU(d.pid()) - cpu0
 				catBytes = len(cat)
 				if i > 0 {
 					connect = append(connect, elapsed)
 					catalog = append(catalog, catElapsed)
+					if cpu0 >= 0 {
+						catalogCPU = append(catalogCPU, catCPU)
+					}
 				}
 				if err := callOn(c, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "big"}, nil); err != nil {
 					return fmt.Errorf("disconnecting: %w", err)
@@ -735,7 +740,11 @@ func (r *runner) scenarioDiscovery() error {
 			fmtDur(ds.p50), fmtDur(minOf(direct)), fmtDur(maxOf(direct)), "—")
 		t.add("pikod: extensions.mcp.connect (spawn, handshake, complete catalog)", fmt.Sprint(page), fmt.Sprint(got),
 			fmtDur(cs.p50), fmtDur(minOf(connect)), fmtDur(maxOf(connect)), fmtRatio(cs.p50, ds.p50))
-		t.add(fmt.Sprintf("pikod: extensions.mcp.catalog of the connected server (%.1f MB of JSON)", float64(catBytes)/1e6),
+		catCPU := "not measured"
+		if len(catalogCPU) > 0 {
+			catCPU = fmtDur(median(catalogCPU))
+		}
+		t.add(fmt.Sprintf("pikod: extensions.mcp.catalog of the connected server (%.1f MB of JSON; pikod CPU per request, median: %s)", float64(catBytes)/1e6, catCPU),
 			fmt.Sprint(page), fmt.Sprint(got), fmtDur(ks.p50), fmtDur(minOf(catalog)), fmtDur(maxOf(catalog)), "—")
 	}
 	r.rep.section("(e) Discovery of a 10,000-tool catalog",
