@@ -49,7 +49,7 @@ func (r *runner) scenarioExtra() error {
 		errs = append(errs, fmt.Errorf("20 MB result: %w", err))
 	}
 	if err := r.extraHTTP(t); err != nil {
-		errs = append(errs, fmt.Errorf("Streamable HTTP: %w", err))
+		errs = append(errs, fmt.Errorf("streamable HTTP: %w", err))
 	}
 	if err := r.extraRedaction(t); err != nil {
 		errs = append(errs, fmt.Errorf("redaction: %w", err))

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/pikod/pikod/rpc"
@@ -86,9 +85,12 @@ func (r *runner) scenarioProfiles() error {
 
 // pprofTop is the top of a profile by cumulative value of sample index idx.
 func pprofTop(file, idx string) (string, error) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
+	// The go that runs this benchmark (make bench uses $(GO)), else PATH's.
+	goBin := "go"
+	if g := os.Getenv("GO"); g != "" {
+		goBin = g
+	} else if _, err := exec.LookPath("go"); err != nil {
+		goBin = "/usr/local/go/bin/go"
 	}
 	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-cum", "-nodecount=25", "-sample_index="+idx, file).CombinedOutput()
 	if err != nil {
