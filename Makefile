@@ -93,7 +93,7 @@ BENCH_STAMP := $(BENCH_NODE)/node_modules/.package-lock.json
 
 .PHONY: bench
 bench: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(BENCH_STAMP) ## run the benchmarks, write bench/REPORT.md and print it
-	$(GO) run ./bench/cmd/pikobench $(BENCH_ARGS)
+	GO=$(GO) $(GO) run ./bench/cmd/pikobench $(BENCH_ARGS)
 
 $(BENCH_STAMP): $(BENCH_NODE)/package.json $(BENCH_NODE)/package-lock.json
 	-npm ci --prefix $(BENCH_NODE) --no-audit --no-fund --loglevel error

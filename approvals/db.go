@@ -20,6 +20,9 @@ var ErrLocked = errors.New("database is locked by another process")
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// group commits the durable writes of calls (ledger, receipts,
+	// sources) in shared transactions.
+	group *groupCommitter
 }
 
 // Open opens (creating if absent) the database at path, waiting at most
@@ -55,6 +58,7 @@ func Open(path string, lockTimeout time.Duration) (db *DB, err error) {
 		b.Close()
 		return nil, err
 	}
+	db.group = startGroupCommitter(b)
 	return db, nil
 }
 
@@ -121,7 +125,10 @@ func (db *DB) Path() string { return db.path }
 func (db *DB) Bolt() *bolt.DB { return db.bolt }
 
 // Close closes the database.
-func (db *DB) Close() error { return db.bolt.Close() }
+func (db *DB) Close() error {
+	db.group.close()
+	return db.bolt.Close()
+}
 
 // SettingsRecord is one extension's stored settings.
 type SettingsRecord struct {

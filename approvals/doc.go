@@ -132,10 +132,16 @@
 // one): it detects edits, deletions and moves of individual receipts, not
 // a rewrite of the chain.
 //
-// Every write is one bbolt Update, which is on disk (fdatasync) when it
-// returns; Batch is never used. Read receipts (AddReceiptAsync) are the one
-// write nothing waits for: a background writer groups them into fewer
-// Updates. Values are copied out before their transaction ends.
+// Every write is on disk (fdatasync) when it returns; bbolt's Batch, which
+// waits up to 10 ms for company, is never used. The writes of calls (an
+// action's dispatch record and end, receipts, retained sources) go through
+// a group committer: writes that arrive while a transaction is committing
+// share the next one and its fsync, and a write that arrives while nothing
+// commits starts at once. The end of a call with effects (its source, its
+// receipt and its action's final state) is one transaction (Settle). Read
+// receipts (AddReceiptAsync) are the one write nothing waits for: a
+// background writer groups them into fewer transactions. Values are copied
+// out before their transaction ends.
 //
 // Migrations, applied in order at Open and recorded in meta/schema. The
 // bucket names, keys and this list are declared in schema.go, each

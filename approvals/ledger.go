@@ -166,8 +166,8 @@ func timeKey(t time.Time, id string) []byte {
 }
 
 // Ledger is the durable record of actions and receipts. Every state change
-// is one bbolt Update (on disk when it returns) committed before the side
-// effect it permits; decisions are also appended to the tombstone file
+// is committed (on disk when it returns, possibly in a transaction shared
+// with concurrent calls) before the side effect it permits; decisions are also appended to the tombstone file
 // first, so a database restored from an older copy cannot bring a decided
 // action back to life.
 type Ledger struct {
@@ -177,6 +177,8 @@ type Ledger struct {
 	log   zerolog.Logger
 	tombs *tombstones
 	async *asyncWriter
+	// group commits the writes of calls, many per transaction.
+	group *groupCommitter
 
 	// recovered lists the actions OpenLedger changed, for the daemon's log.
 	recovered []Action
@@ -203,7 +205,7 @@ func OpenLedger(db *DB, tombstonePath string, now func() time.Time, opts ...Ledg
 	if now == nil {
 		now = time.Now
 	}
-	l := &Ledger{db: db.bolt, now: now, boot: systemBootClock, log: zerolog.Nop()}
+	l := &Ledger{db: db.bolt, group: db.group, now: now, boot: systemBootClock, log: zerolog.Nop()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -216,7 +218,7 @@ func OpenLedger(db *DB, tombstonePath string, now func() time.Time, opts ...Ledg
 		tombs.close()
 		return nil, err
 	}
-	l.async = startAsyncWriter(l.db, l.log)
+	l.async = startAsyncWriter(l.group, l.log)
 	return l, nil
 }
 
@@ -417,7 +419,7 @@ func checkCall(server, tool string, args []byte) error {
 
 // insert stores a new action and its time index entry in one Update.
 func (l *Ledger) insert(rec *actionRecord) error {
-	return l.db.Update(func(tx *bolt.Tx) error {
+	return l.group.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketActions).Get([]byte(rec.ID)) != nil {
 			return fmt.Errorf("action id %s already in use: %w", rec.ID, contracts.ErrInternal)
 		}
@@ -425,7 +427,7 @@ func (l *Ledger) insert(rec *actionRecord) error {
 			return err
 		}
 		return tx.Bucket(bucketActionsByTime).Put(timeKey(rec.CreatedAt, rec.ID), nil)
-	})
+	}, nil)
 }
 
 func (l *Ledger) freshID() string {
@@ -813,34 +815,40 @@ func (l *Ledger) Reject(id, digest string) (Action, error) {
 func (l *Ledger) transition(verb, id string, from []string, state string, edit func(rec *actionRecord) error) (Action, error) {
 	var out Action
 	err := l.db.Update(func(tx *bolt.Tx) error {
-		rec, err := getAction(tx, id)
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			return l.notFound(id)
-		}
-		ok := false
-		for _, f := range from {
-			ok = ok || rec.State == f
-		}
-		if !ok {
-			return contracts.Errorf(contracts.ErrFailedPrecondition, "action_state",
-				"action %s is %s, not %s", id, rec.State, strings.Join(from, " or "))
-		}
-		rec.State, rec.UpdatedAt = state, l.stamp()
-		if edit != nil {
-			if err := edit(rec); err != nil {
-				return err
-			}
-		}
-		out = rec.action()
-		return putAction(tx, rec)
+		var err error
+		out, err = l.transitionTx(tx, id, from, state, edit)
+		return err
 	})
 	if err != nil {
 		return Action{}, fmt.Errorf("%s action %s: %w", verb, id, err)
 	}
 	return out, nil
+}
+
+// transitionTx is transition inside tx. It writes nothing when it refuses.
+func (l *Ledger) transitionTx(tx *bolt.Tx, id string, from []string, state string, edit func(rec *actionRecord) error) (Action, error) {
+	rec, err := getAction(tx, id)
+	if err != nil {
+		return Action{}, err
+	}
+	if rec == nil {
+		return Action{}, l.notFound(id)
+	}
+	ok := false
+	for _, f := range from {
+		ok = ok || rec.State == f
+	}
+	if !ok {
+		return Action{}, contracts.Errorf(contracts.ErrFailedPrecondition, "action_state",
+			"action %s is %s, not %s", id, rec.State, strings.Join(from, " or "))
+	}
+	rec.State, rec.UpdatedAt = state, l.stamp()
+	if edit != nil {
+		if err := edit(rec); err != nil {
+			return Action{}, err
+		}
+	}
+	return rec.action(), putAction(tx, rec)
 }
 
 // MarkDispatched moves an approved action to dispatched; call it right
@@ -860,29 +868,59 @@ func (l *Ledger) MarkDispatched(id string) (Action, error) {
 // provably never sent because what it was bound to moved at the last
 // moment (the tool's definition changed before the request was written).
 func (l *Ledger) Finish(id, state, reason, receiptID, sourceID string) (Action, error) {
-	from := []string{contracts.ActionDispatched}
-	switch state {
-	case contracts.ActionCompleted, contracts.ActionUncertain:
-	case contracts.ActionFailed, contracts.ActionStale:
-		from = append(from, contracts.ActionApproved)
-	default:
-		return Action{}, fmt.Errorf("finishing action %s: state %q is not completed, failed, uncertain or stale: %w",
-			id, state, contracts.ErrInvalidArgument)
-	}
-	return l.transition("finishing", id, from, state, func(rec *actionRecord) error {
-		rec.Reason, rec.ReceiptID, rec.SourceID = reason, receiptID, sourceID
-		return nil
-	})
+	return l.finish(id, state, reason, receiptID, sourceID, false)
 }
 
 // FinishNotSent ends a dispatched (or approved) action as failed because
 // the call provably never left pikod: not one byte reached the server.
 // Such an action reads "failed (not sent)" and may be prepared again.
 func (l *Ledger) FinishNotSent(id, reason, receiptID string) (Action, error) {
-	return l.transition("finishing", id, []string{contracts.ActionDispatched, contracts.ActionApproved}, contracts.ActionFailed, func(rec *actionRecord) error {
-		rec.Reason, rec.ReceiptID, rec.NotSent = reason, receiptID, true
-		return nil
-	})
+	return l.finish(id, contracts.ActionFailed, reason, receiptID, "", true)
+}
+
+func (l *Ledger) finish(id, state, reason, receiptID, sourceID string, notSent bool) (Action, error) {
+	edit, err := l.finishTx(id, state, reason, receiptID, sourceID, notSent)
+	if err != nil {
+		return Action{}, err
+	}
+	var out Action
+	err = l.group.update(func(tx *bolt.Tx) error {
+		var err error
+		out, err = edit(tx)
+		return err
+	}, nil)
+	if err != nil {
+		return Action{}, fmt.Errorf("finishing action %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// finishTx checks the end state of Finish (or FinishNotSent, with notSent)
+// and returns the transition to run inside a transaction.
+func (l *Ledger) finishTx(id, state, reason, receiptID, sourceID string, notSent bool) (func(tx *bolt.Tx) (Action, error), error) {
+	from := []string{contracts.ActionDispatched}
+	switch {
+	case notSent:
+		state = contracts.ActionFailed
+		from = append(from, contracts.ActionApproved)
+	case state == contracts.ActionCompleted, state == contracts.ActionUncertain:
+	case state == contracts.ActionFailed, state == contracts.ActionStale:
+		from = append(from, contracts.ActionApproved)
+	default:
+		return nil, fmt.Errorf("finishing action %s: state %q is not completed, failed, uncertain or stale: %w",
+			id, state, contracts.ErrInvalidArgument)
+	}
+	return func(tx *bolt.Tx) (Action, error) {
+		return l.transitionTx(tx, id, from, state, func(rec *actionRecord) error {
+			rec.Reason, rec.ReceiptID = reason, receiptID
+			if notSent {
+				rec.NotSent = true
+			} else {
+				rec.SourceID = sourceID
+			}
+			return nil
+		})
+	}, nil
 }
 
 // Advice says what the owner can do about an action in its state.

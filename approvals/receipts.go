@@ -170,11 +170,11 @@ func (l *Ledger) AddReceipt(r Receipt) (Receipt, error) {
 		return Receipt{}, err
 	}
 	var out []Receipt
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.group.update(func(tx *bolt.Tx) error {
 		var err error
 		out, err = addReceipts(tx, []Receipt{r})
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("recording receipt for %s/%s: %w", r.Server, r.Tool, err)
 	}
@@ -545,7 +545,7 @@ func (w *chainWalk) strays(tx *bolt.Tx, after []byte) ([]byte, bool, error) {
 // transaction. Losing queued read receipts to a crash loses no decision,
 // so they need not be on disk before the caller goes on.
 type asyncWriter struct {
-	db   *bolt.DB
+	db   *groupCommitter
 	log  zerolog.Logger
 	wake chan struct{}
 	stop chan struct{}
@@ -563,7 +563,7 @@ type asyncWriter struct {
 	lastErr error
 }
 
-func startAsyncWriter(db *bolt.DB, log zerolog.Logger) *asyncWriter {
+func startAsyncWriter(db *groupCommitter, log zerolog.Logger) *asyncWriter {
 	w := &asyncWriter{
 		db: db, log: log,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
@@ -647,10 +647,10 @@ func (w *asyncWriter) flush() error {
 	if len(batch) == 0 {
 		return nil
 	}
-	err := w.db.Update(func(tx *bolt.Tx) error {
+	err := w.db.update(func(tx *bolt.Tx) error {
 		_, err := addReceipts(tx, batch)
 		return err
-	})
+	}, nil)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {

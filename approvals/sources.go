@@ -87,11 +87,15 @@ type SourceStore struct {
 	// file is written and synced; an error aborts the Put there.
 	beforeRename func(tmp string) error
 
-	// mu guards the fields that follow and serialises the metadata
-	// updates of Put, so the total is exact.
+	// mu guards total. The metadata updates are serialised by the
+	// database's group committer, so the total is exact.
 	mu sync.Mutex
 	// total is the bytes of all live sources.
 	total int64
+	// txOf and txTotal are the running total within the group commit
+	// transaction txOf (see commitTx); only the committer touches them.
+	txOf    *bolt.Tx
+	txTotal int64
 
 	// pmu guards the fields that follow: sources put with PutDeferred whose
 	// metadata the writer goroutine has not committed yet.
@@ -314,81 +318,130 @@ func (s *SourceStore) newRecord(server, tool string, text []byte) (sourceRecord,
 	return rec, nil
 }
 
-// commit records recs (in order) in one transaction, then evicts the
-// oldest sources until the total is under the cap; the sources being
-// committed are never evicted by their own commit.
+// commit records recs (in order) in one durable transaction, shared with
+// concurrent writes (groupCommitter), then evicts the oldest sources until
+// the total is under the cap; the sources being committed are never
+// evicted by their own commit.
 func (s *SourceStore) commit(recs []*sourceRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	var after func()
+	return s.db.group.update(func(tx *bolt.Tx) error {
+		var err error
+		after, err = s.commitTx(tx, recs)
+		return err
+	}, func() { after() })
+}
+
+// commitTx is commit inside tx: it returns what to do once tx is on disk.
+// It runs on the group committer's goroutine, the only one that commits
+// sources, so the running total of a group's earlier writes (txTotal, valid
+// while txOf is the transaction) needs no lock.
+func (s *SourceStore) commitTx(tx *bolt.Tx, recs []*sourceRecord) (after func(), _ error) {
 	keep := map[string]bool{}
 	var added int64
 	for _, r := range recs {
 		keep[r.ID] = true
 		added += r.Bytes
 	}
+	base := s.UsedBytes()
+	if s.txOf == tx {
+		base = s.txTotal
+	}
 	var evicted []string
-	var total int64
-	err := s.db.bolt.Update(func(tx *bolt.Tx) error {
-		evicted, total = nil, s.total+added
-		b := tx.Bucket(bucketSources)
-		meta, order, data := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder), b.Bucket(bucketSourceData)
-		for _, rec := range recs {
-			if rec.Inline {
-				if err := data.Put([]byte(rec.ID), rec.data); err != nil {
-					return err
-				}
-			}
-			seq, err := order.NextSequence()
-			if err != nil {
-				return err
-			}
-			rec.Seq = seq
-			if err := putSource(meta, *rec); err != nil {
-				return err
-			}
-			if err := order.Put(seqKey(seq), []byte(rec.ID)); err != nil {
-				return err
+	total := base + added
+	b := tx.Bucket(bucketSources)
+	meta, order, data := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder), b.Bucket(bucketSourceData)
+	for _, rec := range recs {
+		if rec.Inline {
+			if err := data.Put([]byte(rec.ID), rec.data); err != nil {
+				return nil, err
 			}
 		}
-		// Oldest first; collect before deleting, as bbolt cursors may
-		// skip entries after a delete.
-		var drop [][]byte
-		c := order.Cursor()
-		for k, v := c.First(); k != nil && total > s.cap && !keep[string(v)]; k, v = c.Next() {
-			old, err := getSource(meta, v)
-			if err != nil {
-				return err
-			}
-			if old.Inline {
-				if err := data.Delete([]byte(old.ID)); err != nil {
-					return err
-				}
-			}
-			old.Evicted, old.EvictedAt, old.Index = true, s.now().UTC(), nil
-			if err := putSource(meta, old); err != nil {
-				return err
-			}
-			total -= old.Bytes
-			evicted = append(evicted, old.ID)
-			drop = append(drop, append([]byte(nil), k...))
+		seq, err := order.NextSequence()
+		if err != nil {
+			return nil, err
 		}
-		for _, k := range drop {
-			if err := order.Delete(k); err != nil {
-				return err
+		rec.Seq = seq
+		if err := putSource(meta, *rec); err != nil {
+			return nil, err
+		}
+		if err := order.Put(seqKey(seq), []byte(rec.ID)); err != nil {
+			return nil, err
+		}
+	}
+	// Oldest first; collect before deleting, as bbolt cursors may
+	// skip entries after a delete.
+	var drop [][]byte
+	c := order.Cursor()
+	for k, v := c.First(); k != nil && total > s.cap && !keep[string(v)]; k, v = c.Next() {
+		old, err := getSource(meta, v)
+		if err != nil {
+			return nil, err
+		}
+		if old.Inline {
+			if err := data.Delete([]byte(old.ID)); err != nil {
+				return nil, err
 			}
 		}
-		return nil
-	})
+		old.Evicted, old.EvictedAt, old.Index = true, s.now().UTC(), nil
+		if err := putSource(meta, old); err != nil {
+			return nil, err
+		}
+		total -= old.Bytes
+		evicted = append(evicted, old.ID)
+		drop = append(drop, append([]byte(nil), k...))
+	}
+	for _, k := range drop {
+		if err := order.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	s.txOf, s.txTotal = tx, total
+	return func() {
+		s.mu.Lock()
+		s.total = total
+		s.mu.Unlock()
+		// The tombstones are committed; a file left by a crash here is
+		// removed at the next open.
+		for _, old := range evicted {
+			_ = os.Remove(filepath.Join(s.dir, old))
+		}
+	}, nil
+}
+
+// StagedSource is a call's result made ready to retain by Stage: a large
+// one is already in its file, on disk; its metadata (and a small one's
+// text) is committed with the call's receipt by Ledger.Settle.
+type StagedSource struct {
+	store *SourceStore
+	rec   sourceRecord
+}
+
+// Meta is the metadata the source will have once committed.
+func (st *StagedSource) Meta() SourceMeta { return st.rec.SourceMeta }
+
+// Stage prepares text, the exact (already redacted) JSON of one call's
+// result, to be retained in the transaction that records the call's end
+// (Ledger.Settle), so a call with effects costs one commit for its end, not
+// two. A result too large to keep inline is written to its file and synced
+// here, as Put does. Discard a staged source whose commit failed.
+func (s *SourceStore) Stage(server, tool string, text []byte) (*StagedSource, error) {
+	rec, err := s.newRecord(server, tool, text)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.total = total
-	// The tombstones are committed; a file left by a crash here is removed
-	// at the next open.
-	for _, old := range evicted {
-		_ = os.Remove(filepath.Join(s.dir, old))
+	if !rec.Inline {
+		if err := s.writeFile(filepath.Join(s.dir, rec.ID), text, true); err != nil {
+			return nil, fmt.Errorf("retaining a result of %s/%s: %w", server, tool, err)
+		}
 	}
-	return nil
+	return &StagedSource{store: s, rec: rec}, nil
+}
+
+// Discard removes the file of a staged source that was not committed.
+func (st *StagedSource) Discard() {
+	if !st.rec.Inline {
+		_ = os.Remove(filepath.Join(st.store.dir, st.rec.ID))
+	}
 }
 
 // writeFile writes text to path through a temporary file in the same

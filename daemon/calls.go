@@ -146,11 +146,12 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
 	}
 	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args,
-		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound})
+		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound, Quiet: ex.kind == contracts.ReceiptRead})
 	if err != nil && ex.bound != nil && ex.actionID != "" && contracts.ToError(err).Reason() == "definition_changed" {
 		return d.staleAtDispatch(ex, err)
 	}
 	state, reason := contracts.ActionCompleted, ""
+	var staged *approvals.StagedSource
 	switch {
 	case err != nil && contracts.IsNotSent(err):
 		// Provably nothing left pikod: a definite failure without effect,
@@ -170,12 +171,15 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	default:
 		// Redacted before it is retained or previewed: every cut comes after.
 		text := d.red.JSON(out.Result)
-		put := d.sources.Put
+		var meta approvals.SourceMeta
+		var perr error
 		if ex.kind == contracts.ReceiptRead {
 			// A read's record may trail by milliseconds; effects never do.
-			put = d.sources.PutDeferred
+			meta, perr = d.sources.PutDeferred(ex.server, ex.tool, text)
+		} else if staged, perr = d.sources.Stage(ex.server, ex.tool, text); perr == nil {
+			// Committed with the receipt and the action's end, below.
+			meta = staged.Meta()
 		}
-		meta, perr := put(ex.server, ex.tool, text)
 		if perr != nil {
 			d.log.Error().Err(perr).Str("server", ex.server).Msg("retaining a call result")
 			res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
@@ -211,24 +215,9 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	if ex.kind == contracts.ReceiptRead {
 		rec = d.ledger.AddReceiptAsync(rec)
 	} else {
-		var rerr error
-		if rec, rerr = d.ledger.AddReceipt(rec); rerr != nil {
-			d.log.Error().Err(rerr).Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).
-				Str("action", ex.actionID).Str("status", res.Status).Msg("writing a receipt failed; the call has no receipt")
-		}
+		rec = d.settle(&res, ex, rec, staged, state, reason)
 	}
 	res.ReceiptID = rec.ID
-	if ex.actionID != "" {
-		var ferr error
-		if res.NotSent {
-			_, ferr = d.ledger.FinishNotSent(ex.actionID, reason, rec.ID)
-		} else {
-			_, ferr = d.ledger.Finish(ex.actionID, state, reason, rec.ID, res.OriginalResultSourceID)
-		}
-		if ferr != nil {
-			d.log.Error().Err(ferr).Str("action", ex.actionID).Msg("recording the end of a call")
-		}
-	}
 	// Calls with effects are logged at info, reads at debug.
 	ev := d.log.Info()
 	if ex.kind == contracts.ReceiptRead {
@@ -237,6 +226,34 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	ev.Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).Bool("not_sent", res.NotSent).
 		Str("receipt", rec.ID).Str("action", ex.actionID).Msg("call")
 	return res, nil
+}
+
+// settle records the end of a call with effects: its retained result, its
+// receipt and its action's end, in one durable transaction shared with
+// concurrent calls (approvals.Ledger.Settle), before the caller is
+// answered. When that fails nothing of it is stored: the answer says the
+// outcome is unknown, and the receipt and the action's end are written
+// again without the result.
+func (d *daemon) settle(res *contracts.CallResult, ex execution, rec approvals.Receipt, staged *approvals.StagedSource, state, reason string) approvals.Receipt {
+	settle := approvals.Settlement{Receipt: rec, Source: staged, ActionID: ex.actionID, State: state, Reason: reason, NotSent: res.NotSent}
+	st, err := d.ledger.Settle(settle)
+	if err != nil && staged != nil {
+		d.log.Error().Err(err).Str("server", ex.server).Msg("retaining a call result")
+		res.Status, res.OriginalResultSourceID = contracts.CallUncertain, ""
+		res.Error = contracts.ToError(fmt.Errorf("the call was answered but its result could not be retained: %w", err))
+		settle.Source, settle.State, settle.Reason = nil, contracts.ActionUncertain, res.Error.Message
+		settle.Receipt.Status, settle.Receipt.SourceID, settle.Receipt.Error = res.Status, "", d.red.Text(res.Error.Message)
+		st, err = d.ledger.Settle(settle)
+	}
+	if err != nil {
+		d.log.Error().Err(err).Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).
+			Str("action", ex.actionID).Str("status", res.Status).Msg("writing a receipt failed; the call has no receipt")
+		return approvals.Receipt{}
+	}
+	if st.FinishErr != nil {
+		d.log.Error().Err(st.FinishErr).Str("action", ex.actionID).Msg("recording the end of a call")
+	}
+	return st.Receipt
 }
 
 // unsent marks an error answer of a call-shaped method (call, approve),

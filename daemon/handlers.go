@@ -315,5 +315,10 @@ func (d *daemon) catalog(ctx context.Context, req *rpc.Request) (any, error) {
 	if p.Server == "" {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
 	}
-	return d.sup.Catalog(ctx, p.Server)
+	// Served from the encoding kept until the catalog changes.
+	enc, err := d.sup.CatalogJSON(ctx, p.Server)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Encoded(enc), nil
 }

@@ -66,6 +66,10 @@ type CallRequest struct {
 	// validated them against that very definition's input schema, so Call
 	// does not repeat the work. Any other value (or "") makes Call check.
 	ValidatedDigest string
+	// Quiet logs a call that ends with a result at debug instead of info
+	// (read-only calls, which the daemon logs at debug too); failures are
+	// logged at info either way.
+	Quiet bool
 }
 
 // CallOutcome is what the server answered.
@@ -273,7 +277,12 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	if sess.cfg.Transport != contracts.TransportStdio {
 		s.auth(sess.cfg.ID).callWentThrough()
 	}
-	log.Info().Bool("is_error", out.IsError).Int("input_rounds", rounds).Bool("output_schema_mismatch", out.OutputSchemaError != "").
+	// Read calls (Quiet) are logged at debug: this line is on every call's path.
+	ev := log.Info()
+	if req.Quiet {
+		ev = log.Debug()
+	}
+	ev.Bool("is_error", out.IsError).Int("input_rounds", rounds).Bool("output_schema_mismatch", out.OutputSchemaError != "").
 		Dur("elapsed", time.Since(start)).Int("result_bytes", len(ans.raw)).Msg("tool called")
 	return out, nil
 }

@@ -189,6 +189,7 @@ func (c *conn) refreshPins() {
 	c.s.applyPins(next.Tools, false)
 	suspendStale(&next)
 	next.buildIndex()
+	_, _ = c.encodeCatalog(&next)
 	c.catMu.Lock()
 	c.catalog = &next
 	c.catMu.Unlock()

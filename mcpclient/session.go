@@ -120,6 +120,12 @@ type conn struct {
 	catMu    sync.Mutex
 	catalog  *Catalog
 	catReady chan struct{} // closed when catalog is current
+	// encMu guards encFor and enc: the JSON of extensions.mcp.catalog for
+	// the catalog encFor. A published catalog is never changed (a change
+	// publishes a new one), so a different pointer invalidates it.
+	encMu  sync.Mutex
+	encFor *Catalog
+	enc    []byte
 
 	closeOnce sync.Once
 	lost      atomic.Pointer[string]
@@ -901,10 +907,29 @@ func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMe
 // over budget, which defers it).
 func (c *conn) setCatalog(cat *Catalog) {
 	cat.buildIndex()
+	// Encoded before it is published, so the first catalog request is
+	// served from the encoding too.
+	_, _ = c.encodeCatalog(cat)
 	c.catMu.Lock()
 	c.catalog = cat
 	c.catMu.Unlock()
 	c.markReady()
+}
+
+// encodeCatalog returns the JSON of extensions.mcp.catalog for cat, which
+// must be published (or about to be) and never changed after: it is kept
+// until a different catalog is encoded.
+func (c *conn) encodeCatalog(cat *Catalog) ([]byte, error) {
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.encFor != cat {
+		enc, err := json.Marshal(catalogResult(c.s.cfg.ID, cat))
+		if err != nil {
+			return nil, fmt.Errorf("encoding the catalog of %q: %w", c.s.cfg.ID, err)
+		}
+		c.encFor, c.enc = cat, enc
+	}
+	return c.enc, nil
 }
 
 func (c *conn) invalidateCatalog() {

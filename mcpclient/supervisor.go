@@ -364,28 +364,58 @@ func (s *Supervisor) Ping(ctx context.Context, id string) (contracts.PingResult,
 
 // Catalog returns one server's catalog, connecting it first.
 func (s *Supervisor) Catalog(ctx context.Context, id string) (contracts.CatalogResult, error) {
-	sess, err := s.session(id)
-	if err != nil {
-		return contracts.CatalogResult{}, err
-	}
-	release, err := s.admit(ctx, sess)
+	_, cat, release, err := s.connectedCatalog(ctx, id)
 	if err != nil {
 		return contracts.CatalogResult{}, err
 	}
 	defer release()
+	return catalogResult(id, cat), nil
+}
+
+// CatalogJSON is Catalog encoded as JSON (json.Marshal of the
+// contracts.CatalogResult). A catalog is encoded once, when it is
+// published, and the encoding is kept with the connection until its
+// catalog changes, so a request for a large catalog costs a write, not an
+// encoding.
+func (s *Supervisor) CatalogJSON(ctx context.Context, id string) ([]byte, error) {
+	c, cat, release, err := s.connectedCatalog(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return c.encodeCatalog(cat)
+}
+
+// connectedCatalog connects server id and returns its current catalog,
+// holding one of its slots until release.
+func (s *Supervisor) connectedCatalog(ctx context.Context, id string) (*conn, *Catalog, func(), error) {
+	sess, err := s.session(id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	release, err := s.admit(ctx, sess)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	c, err := sess.connect(ctx)
 	if err != nil {
-		return contracts.CatalogResult{}, err
+		release()
+		return nil, nil, nil, err
 	}
 	cat, err := c.freshCatalog(ctx)
 	if err != nil {
-		return contracts.CatalogResult{}, err
+		release()
+		return nil, nil, nil, err
 	}
+	return c, cat, release, nil
+}
+
+func catalogResult(id string, cat *Catalog) contracts.CatalogResult {
 	return contracts.CatalogResult{
 		Server: id, Tools: cat.Tools, Resources: cat.Resources, ResourceTemplates: cat.ResourceTemplates,
 		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem, Excluded: cat.Excluded,
 		DiscoveredAt: cat.DiscoveredAt.Format(time.RFC3339Nano),
-	}, nil
+	}
 }
 
 // requestError classifies a failed request. Once a request may have reached

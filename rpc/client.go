@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,9 @@ func (c *Client) call(ctx context.Context, grace time.Duration, method string, p
 		return err
 	}
 	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
+	key := strconv.FormatUint(id.Num, 10)
+	c.st.expect(key)
+	defer c.st.forget(key)
 	w, err := c.jc.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
 	if err != nil {
 		if errors.Is(err, contracts.ErrResourceExhausted) {
@@ -159,6 +163,9 @@ func (c *Client) call(ctx context.Context, grace time.Duration, method string, p
 			return fromJSONRPCError(je)
 		}
 		return c.lost(method, err)
+	}
+	if kept, ok := c.st.takeResult(key); ok {
+		raw = kept
 	}
 	if result == nil {
 		return nil

@@ -56,6 +56,12 @@ type Conn struct {
 	jc *jsonrpc2.Conn
 }
 
+// Encoded is a handler's result already encoded as compact JSON (as
+// json.Marshal gives it, no newline): the server frames it as it is. A
+// handler that serves the same large answer often (a catalog) keeps it
+// encoded.
+type Encoded []byte
+
 // ErrConnClosed is returned by Conn.Notify once the connection has ended.
 var ErrConnClosed = errors.New("connection closed")
 
@@ -512,7 +518,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	if r.Method == contracts.MethodCancel {
 		cs.cancel(f.params, log)
 		if !r.Notif {
-			s.reply(ctx, jc, r.ID, json.RawMessage("null"), nil, log)
+			s.reply(ctx, jc, cs.st, r.ID, json.RawMessage("null"), nil, log)
 		}
 		answered()
 		return
@@ -527,7 +533,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	s.mu.Unlock()
 	if !ok {
 		log.Debug().Str("method", r.Method).Stringer("id", r.ID).Int("code", contracts.CodeMethodNotFound).Msg("request")
-		s.reply(ctx, jc, r.ID, nil, &contracts.Error{
+		s.reply(ctx, jc, cs.st, r.ID, nil, &contracts.Error{
 			Code:    contracts.CodeMethodNotFound,
 			Message: "method not found: " + r.Method,
 			Data:    &contracts.ErrorData{Reason: "method_not_found"},
@@ -544,7 +550,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	}
 	if _, dup := cs.inflight[r.ID]; dup {
 		cs.mu.Unlock()
-		s.reply(ctx, jc, r.ID, nil, &contracts.Error{
+		s.reply(ctx, jc, cs.st, r.ID, nil, &contracts.Error{
 			Code:    contracts.CodeInvalidRequest,
 			Message: fmt.Sprintf("invalid request: id %s is already in use by a request in flight", r.ID),
 			Data:    &contracts.ErrorData{Reason: "invalid_request"},
@@ -584,7 +590,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 			code = werr.Code
 		}
 		log.Debug().Str("method", r.Method).Stringer("id", r.ID).Dur("duration", time.Since(start)).Int("code", code).Msg("request")
-		s.reply(ctx, jc, r.ID, result, werr, log)
+		s.reply(ctx, jc, cs.st, r.ID, result, werr, log)
 	}()
 }
 
@@ -605,8 +611,10 @@ func (s *Server) run(ctx context.Context, cs *connState, h HandlerFunc, req *Req
 	if err != nil {
 		return nil, s.wireError(req.Method, err, log)
 	}
-	data, err := json.Marshal(result)
-	if err != nil {
+	var data []byte
+	if enc, ok := result.(Encoded); ok {
+		data = enc
+	} else if data, err = json.Marshal(result); err != nil {
 		return nil, s.wireError(req.Method, fmt.Errorf("encoding result of %s: %w", req.Method, err), log)
 	}
 	// Leave room for the envelope around the result.
@@ -751,12 +759,14 @@ func hasClass(err error) bool {
 	return false
 }
 
-func (s *Server) reply(ctx context.Context, jc *jsonrpc2.Conn, id jsonrpc2.ID, result json.RawMessage, we *contracts.Error, log zerolog.Logger) {
+// reply answers request id. A result (compact JSON, as json.Marshal gives
+// it) is framed here and written as it is, not decoded and encoded again.
+func (s *Server) reply(ctx context.Context, jc *jsonrpc2.Conn, st *stream, id jsonrpc2.ID, result json.RawMessage, we *contracts.Error, log zerolog.Logger) {
 	var err error
 	if we != nil {
 		err = jc.ReplyWithError(ctx, id, toJSONRPCError(we))
 	} else {
-		err = jc.Reply(ctx, id, result)
+		err = st.writeResult(id, result)
 	}
 	if err != nil {
 		log.Debug().Err(err).Stringer("id", id).Msg("cannot send response")

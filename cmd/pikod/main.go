@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,6 +54,8 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	requestFlag := fs.Duration("request-limit", daemon.DefaultRequestLimit, "how long a server request (elicitation, sampling) waits for the owner at most (1s to 1h)")
 	flowFlag := fs.Duration("oauth-flow-lifetime", mcpclient.FlowLifetime, "how long an OAuth browser sign-in waits for its callback (1s to 10m)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file at a clean stop (for make bench)")
+	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file at a clean stop (for make bench)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pikod [flags]\n\npikod supervises MCP servers for its owner; pikoctl talks to it.\n\n")
 		fs.PrintDefaults()
@@ -162,6 +165,13 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 		os.Exit(130)
 	}()
 
+	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "pikod: %v\n", err)
+		return 2
+	}
+	defer stopProfiles(log)
+
 	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
 		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag, RequestLimit: *requestFlag})
 	if err != nil {
@@ -200,4 +210,40 @@ func (s *stderrWriter) Write(p []byte) (int, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// startProfiles starts the CPU profile into cpuPath and arranges for an
+// allocation profile in memPath; the function it returns writes and closes
+// both. Empty paths mean no profile.
+func startProfiles(cpuPath, memPath string) (func(zerolog.Logger), error) {
+	var cpu *os.File
+	if cpuPath != "" {
+		f, err := os.OpenFile(cpuPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		cpu = f
+	}
+	return func(log zerolog.Logger) {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				log.Error().Err(err).Msg("writing the CPU profile")
+			}
+		}
+		if memPath == "" {
+			return
+		}
+		f, err := os.OpenFile(memPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err == nil {
+			err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+		}
+		if err != nil {
+			log.Error().Err(err).Msg("writing the allocation profile")
+		}
+	}, nil
 }

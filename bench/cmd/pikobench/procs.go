@@ -90,7 +90,7 @@ type daemonProc struct {
 
 // startDaemon starts pikod on a fresh temporary instance under root (the
 // system temp dir when empty) and waits until it answers system.hello.
-func startDaemon(b *binaries, root string) (*daemonProc, error) {
+func startDaemon(b *binaries, root string, extraArgs ...string) (*daemonProc, error) {
 	// Short, so the socket path stays far below the 108-byte limit.
 	dir, err := os.MkdirTemp(root, "pkb")
 	if err != nil {
@@ -119,7 +119,7 @@ func startDaemon(b *binaries, root string) (*daemonProc, error) {
 		return nil, fmt.Errorf("creating the stderr file: %w", err)
 	}
 	defer errf.Close()
-	d.cmd = exec.Command(b.pikod, "--state-dir", d.stateDir, "--socket", d.socket)
+	d.cmd = exec.Command(b.pikod, append([]string{"--state-dir", d.stateDir, "--socket", d.socket}, extraArgs...)...)
 	d.cmd.Env = d.env
 	d.cmd.Stderr = errf
 	if err := d.cmd.Start(); err != nil {
@@ -242,13 +242,16 @@ func (d *daemonProc) connect(id string) (contracts.ServerStatus, error) {
 
 // server is one entry of the mcp settings, as the benchmark writes them.
 type server struct {
-	ID              string   `json:"id"`
-	Transport       string   `json:"transport"`
-	Command         string   `json:"command"`
-	Args            []string `json:"args,omitempty"`
-	Tools           []string `json:"tools,omitempty"`
-	ReadOnlyTools   []string `json:"readOnlyTools,omitempty"`
-	AutonomousTools []string `json:"autonomousTools,omitempty"`
+	ID                  string   `json:"id"`
+	Transport           string   `json:"transport"`
+	Command             string   `json:"command,omitempty"`
+	Args                []string `json:"args,omitempty"`
+	URL                 string   `json:"url,omitempty"`
+	AllowPrivateNetwork bool     `json:"allowPrivateNetwork,omitempty"`
+	MaxBytes            int      `json:"maxBytes,omitempty"`
+	Tools               []string `json:"tools,omitempty"`
+	ReadOnlyTools       []string `json:"readOnlyTools,omitempty"`
+	AutonomousTools     []string `json:"autonomousTools,omitempty"`
 }
 
 type settings struct {

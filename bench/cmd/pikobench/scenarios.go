@@ -50,13 +50,18 @@ func series(warmup, n int, f func() error) ([]time.Duration, error) {
 
 // withFixtureDaemon starts a daemon with the fx fixture server configured
 // and connected, runs f, and stops the daemon.
-func (r *runner) withFixtureDaemon(extra []server, f func(d *daemonProc) error) error {
-	d, err := startDaemon(r.bin, r.cfg.stateRoot)
+func (r *runner) withFixtureDaemon(extra []server, f func(d *daemonProc) error, daemonArgs ...string) error {
+	return r.withDaemon(append([]server{fixtureConf(r.bin.fixture)}, extra...), f, daemonArgs...)
+}
+
+// withDaemon starts a daemon with the servers all configured and
+// connected, runs f, and stops the daemon.
+func (r *runner) withDaemon(all []server, f func(d *daemonProc) error, daemonArgs ...string) error {
+	d, err := startDaemon(r.bin, r.cfg.stateRoot, daemonArgs...)
 	if err != nil {
 		return err
 	}
 	ferr := func() error {
-		all := append([]server{fixtureConf(r.bin.fixture)}, extra...)
 		if err := d.configure(settings{Servers: all}); err != nil {
 			return fmt.Errorf("configuring: %w", err)
 		}
@@ -362,6 +367,11 @@ func (r *runner) scenarioThroughput() error {
 	}
 	rate := read[32].rate()
 	r.res.readRate32 = &rate
+	r.res.directRate32, r.res.autoRate32 = direct[32].rate(), auto[32].rate()
+	if l := read[32]; len(l.cpu) > 0 && l.cpu[0] >= 0 && l.calls > 0 {
+		cpu := l.cpu[0] / time.Duration(l.calls)
+		r.res.readCPU32 = &cpu
+	}
 	r.rep.section("(b) Throughput",
 		fmt.Sprintf("Each level runs for %v after a short warm-up. pikod: every worker goroutine has its own "+
 			"socket connection; direct: the workers share one mcp-go client, as pikod shares one connection "+
@@ -674,7 +684,7 @@ func (r *runner) scenarioDiscovery() error {
 		if err != nil {
 			return err
 		}
-		var connect, catalog []time.Duration
+		var connect, catalog, catalogCPU []time.Duration
 		var got, catBytes int
 		ferr := func() error {
 			if err := d.configure(settings{Servers: []server{{ID: "big", Transport: "stdio", Command: r.bin.fixture, Args: args}}}); err != nil {
@@ -696,16 +706,21 @@ func (r *runner) scenarioDiscovery() error {
 					return fmt.Errorf("catalog after connect: complete=%v tools=%d problem=%q", res.Server.CatalogComplete, res.Server.ToolCount, res.Server.CatalogProblem)
 				}
 				got = res.Server.ToolCount
+				cpu0 := procCPU(d.pid())
 				start = time.Now()
 				var cat json.RawMessage
 				if err := callOn(c, contracts.MethodMCPCatalog, contracts.ServerParams{Server: "big"}, &cat); err != nil {
 					return fmt.Errorf("catalog: %w", err)
 				}
 				catElapsed := time.Since(start)
+				catCPU := procCPU(d.pid()) - cpu0
 				catBytes = len(cat)
 				if i > 0 {
 					connect = append(connect, elapsed)
 					catalog = append(catalog, catElapsed)
+					if cpu0 >= 0 {
+						catalogCPU = append(catalogCPU, catCPU)
+					}
 				}
 				if err := callOn(c, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "big"}, nil); err != nil {
 					return fmt.Errorf("disconnecting: %w", err)
@@ -717,11 +732,19 @@ func (r *runner) scenarioDiscovery() error {
 			return err
 		}
 		ds, cs, ks := summarize(direct), summarize(connect), summarize(catalog)
+		if r.res.catalogP50 == nil || ks.p50 > *r.res.catalogP50 {
+			p50 := ks.p50
+			r.res.catalogP50 = &p50
+		}
 		t.add("direct: spawn + initialize + every page of every list (mcp-go)", fmt.Sprint(page), fmt.Sprint(directTools),
 			fmtDur(ds.p50), fmtDur(minOf(direct)), fmtDur(maxOf(direct)), "—")
 		t.add("pikod: extensions.mcp.connect (spawn, handshake, complete catalog)", fmt.Sprint(page), fmt.Sprint(got),
 			fmtDur(cs.p50), fmtDur(minOf(connect)), fmtDur(maxOf(connect)), fmtRatio(cs.p50, ds.p50))
-		t.add(fmt.Sprintf("pikod: extensions.mcp.catalog of the connected server (%.1f MB of JSON)", float64(catBytes)/1e6),
+		catCPU := "not measured"
+		if len(catalogCPU) > 0 {
+			catCPU = fmtDur(median(catalogCPU))
+		}
+		t.add(fmt.Sprintf("pikod: extensions.mcp.catalog of the connected server (%.1f MB of JSON; pikod CPU per request, median: %s)", float64(catBytes)/1e6, catCPU),
 			fmt.Sprint(page), fmt.Sprint(got), fmtDur(ks.p50), fmtDur(minOf(catalog)), fmtDur(maxOf(catalog)), "—")
 	}
 	r.rep.section("(e) Discovery of a 10,000-tool catalog",
