@@ -489,6 +489,7 @@ func (l *listener) replace() (mcp.SubscriptionFilter, error) {
 		l.mu.Unlock()
 		if old != nil {
 			old.cancel()
+			l.awaitEnd(old)
 		}
 		return mcp.SubscriptionFilter{}, nil
 	}
@@ -535,9 +536,25 @@ func (l *listener) replace() (mcp.SubscriptionFilter, error) {
 	}
 	if old != nil {
 		old.cancel()
+		l.awaitEnd(old)
 	}
 	c.s.log.Debug().Str("subscription", st.key).Msg("subscription stream open")
 	return st.honoured, nil
+}
+
+// awaitEnd waits until a cancelled stream's request has returned, which
+// is after its notifications/cancelled was written (raw.cancel sends it
+// before returning): an unsubscribe answers only once the server has
+// been told, so a call made next cannot overtake it on the wire. Bounded
+// by raw.cancel's own limit.
+func (l *listener) awaitEnd(st *stream) {
+	t := time.NewTimer(6 * time.Second)
+	defer t.Stop()
+	select {
+	case <-st.ended:
+	case <-t.C:
+	case <-l.c.ctx.Done():
+	}
 }
 
 // open sends subscriptions/listen with filter; the request runs until the
