@@ -43,6 +43,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPAuth:           d.auth,
 		contracts.MethodMCPAuthCancel:     d.authCancel,
 		contracts.MethodMCPLogout:         d.logout,
+		contracts.MethodMCPTasks:          d.tasks,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]
