@@ -373,7 +373,7 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
 			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
-			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout}
+			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout, contracts.MethodMCPTasks}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name

@@ -20,6 +20,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newConnectionCmds()...)
 	mcp.AddCommand(a.newCallCmds()...)
 	mcp.AddCommand(a.newResourceCmds()...)
+	mcp.AddCommand(a.newTaskCmds()...)
 	mcp.AddCommand(a.newReceiptsCmds()...)
 	mcp.AddCommand(a.newTrustCmds()...)
 	mcp.AddCommand(a.newSecretCmd())
