@@ -125,4 +125,4 @@ const (
 )
 
 // EventKinds lists every event kind, in documentation order.
-var EventKinds = []string{EventState, EventCatalog, EventResource, EventLog, EventRequest}
+var EventKinds = []string{EventState, EventCatalog, EventResource, EventLog, EventRequest, EventTask}
