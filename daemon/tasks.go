@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
+	"github.com/rs/zerolog"
 )
 
 // Tasks (the legacy tasks utility): creating a task and cancelling one
@@ -327,4 +329,66 @@ func (d *daemon) prepareCancel(ctx context.Context, p contracts.TasksParams) (an
 		Status: contracts.CallApprovalRequired, Server: p.Server, Tool: methodTasksCancel,
 		ActionID: a.ID, Digest: a.Digest, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339),
 	}, nil
+}
+
+// taskNotes records the task statuses servers announce
+// (notifications/tasks/status) against the tasks pikod created. The
+// supervisor reports them from a transport's reader, which must never
+// wait for a database write: offer only queues, and one goroutine, owned
+// by the daemon, writes.
+type taskNotes struct {
+	ledger *approvals.Ledger
+	red    func(string) string
+	log    zerolog.Logger
+	ch     chan contracts.EventParams
+	done   chan struct{}
+
+	// mu guards closed.
+	mu     sync.Mutex
+	closed bool
+}
+
+func startTaskNotes(l *approvals.Ledger, red func(string) string, log zerolog.Logger) *taskNotes {
+	n := &taskNotes{ledger: l, red: red, log: log, ch: make(chan contracts.EventParams, 256), done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		for ev := range n.ch {
+			var t contracts.TaskInfo
+			if json.Unmarshal(ev.Data, &t) != nil || t.TaskID == "" {
+				continue
+			}
+			_, _, err := n.ledger.ObserveTask(ev.Server, t.TaskID, approvals.TaskObservation{Status: n.red(t.Status),
+				StatusMessage: n.red(t.StatusMessage), LastUpdatedAt: t.LastUpdatedAt, Via: "notifications/tasks/status"})
+			if err != nil {
+				n.log.Error().Err(err).Str("server", ev.Server).Msg("recording a task status notification")
+			}
+		}
+	}()
+	return n
+}
+
+// offer queues a task event; a full queue drops it (the next tasks/get
+// records the status anyway).
+func (n *taskNotes) offer(ev contracts.EventParams) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	select {
+	case n.ch <- ev:
+	default:
+		n.log.Warn().Str("server", ev.Server).Msg("task status notification not recorded: the queue is full")
+	}
+}
+
+// close stops the writer after it has written what was queued.
+func (n *taskNotes) close() {
+	n.mu.Lock()
+	if !n.closed {
+		n.closed = true
+		close(n.ch)
+	}
+	n.mu.Unlock()
+	<-n.done
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -119,6 +120,19 @@ func TestTasksEverything(t *testing.T) {
 	if last := got.Task.Updates[len(got.Task.Updates)-1]; last.Status != "completed" {
 		t.Errorf("the last recorded update is %+v, want completed", last)
 	}
+	// The statuses the server announced (notifications/tasks/status) are
+	// recorded too: the last stage began about a second before the end,
+	// while tasks/result was waiting, so nothing else can have recorded it.
+	poll(t, "the announced task statuses recorded", func() bool {
+		d.callInto(t, contracts.MethodMCPTasks, contracts.TasksParams{Server: "ev", Op: contracts.TaskOpGet, TaskID: taskID}, &got)
+		seen := map[string]bool{}
+		for _, u := range got.Task.Updates {
+			if u.Via == "notifications/tasks/status" {
+				seen[u.Status+"/"+u.StatusMessage] = true
+			}
+		}
+		return seen["working/Generating report..."]
+	}, func() string { return fmt.Sprintf("updates %+v", got.Task.Updates) })
 	var receipts contracts.ReceiptsResult
 	d.callInto(t, contracts.MethodMCPReceipts, contracts.ReceiptsParams{}, &receipts)
 	kinds := map[string]string{}
