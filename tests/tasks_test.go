@@ -43,6 +43,9 @@ func TestTasksEverything(t *testing.T) {
 	if tool.Grant != contracts.GrantAutonomous {
 		t.Fatalf("%s has grant %q, want autonomous (the settings grant it)", researchTool, tool.Grant)
 	}
+	if out := ctlOK(t, d, "", "mcp", "catalog", "ev"); !strings.Contains(firstLine(out, researchTool), "task only (approval)") {
+		t.Errorf("pikoctl mcp catalog does not mark %s task only:\n%s", researchTool, out)
+	}
 
 	// prepare calls the task-only tool; the grant does not execute it.
 	prepare := func(topic string) contracts.CallResult {
