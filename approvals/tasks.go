@@ -138,6 +138,15 @@ func (l *Ledger) updateTask(server, taskID string, edit func(rec *TaskRecord)) (
 // (keeping the last 50). A task pikod has no record of is left alone (ok
 // false).
 func (l *Ledger) ObserveTask(server, taskID string, o TaskObservation) (TaskRecord, bool, error) {
+	// Most observations change nothing (a list of tasks pikod did not
+	// create, a status seen before): those cost a read, not a write.
+	rec, ok, err := l.Task(server, taskID)
+	if err != nil || !ok {
+		return rec, ok, err
+	}
+	if rec.Status == o.Status && rec.StatusMessage == o.StatusMessage && (o.LastUpdatedAt == "" || o.LastUpdatedAt == rec.LastUpdatedAt) {
+		return rec, true, nil
+	}
 	return l.updateTask(server, taskID, func(rec *TaskRecord) {
 		if o.LastUpdatedAt != "" {
 			rec.LastUpdatedAt = o.LastUpdatedAt
