@@ -54,6 +54,15 @@
 //	├── receipts_by_time/
 //	│   └── <createdAt unix nanos, uint64 big-endian><receipt id> → empty;
 //	│                            walked backwards for newest-first lists
+//	├── tasks/
+//	│   └── <server id> NUL <task id> → TaskRecord JSON: a task pikod
+//	│                         created with an approved action: server,
+//	│                         taskId, tool, actionId, receiptId, status,
+//	│                         statusMessage, createdAt, lastUpdatedAt, ttl,
+//	│                         pollInterval, cancelActionId,
+//	│                         resultSourceId, resultReceiptId, and updates
+//	│                         (the last 50 status changes seen: status,
+//	│                         statusMessage, via, at)
 //	├── pins/
 //	│   └── <server id>/
 //	│       └── <tool name> → Pin JSON: the definition a readOnlyTools or
@@ -161,4 +170,6 @@
 //  7. pins: pins/, tool-definition pins of granted tools, so a server that
 //     redefines a granted tool loses the grant until the owner trusts the
 //     new definition, across restarts.
+//  8. tasks: tasks/, the tasks pikod created (legacy tasks utility) with
+//     their creating action and receipt and the status updates seen.
 package approvals

@@ -121,12 +121,26 @@ func (r *actionRecord) action() Action {
 // and the four fingerprints, each field length-prefixed so that no two
 // different actions share an encoding.
 func ActionDigest(server, tool string, args []byte, fp contracts.Fingerprints) string {
+	return KindDigest(contracts.ReceiptApproved, server, tool, args, fp)
+}
+
+// KindDigest is ActionDigest of an action of kind: a task creation or
+// cancellation (mcp_task_create, mcp_task_cancel) also binds its kind, so
+// an approval of one is never the approval of a plain call with the same
+// arguments. For every other kind it equals ActionDigest.
+func KindDigest(kind, server, tool string, args []byte, fp contracts.Fingerprints) string {
 	h := sha256.New()
 	field := func(b []byte) {
 		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
 		h.Write(b)
 	}
-	field([]byte("pikod action v1"))
+	switch kind {
+	case contracts.ReceiptTaskCreate, contracts.ReceiptTaskCancel:
+		field([]byte("pikod task action v1"))
+		field([]byte(kind))
+	default:
+		field([]byte("pikod action v1"))
+	}
 	field([]byte(server))
 	field([]byte(tool))
 	field(args)
@@ -443,14 +457,27 @@ func (l *Ledger) freshID() string {
 // state prepared, expiring after ApprovalTTL. args are kept byte for byte;
 // desc is the tool's description as the server gave it.
 func (l *Ledger) Prepare(server, tool string, args []byte, desc string, fp contracts.Fingerprints) (Action, error) {
+	return l.PrepareKind(contracts.ReceiptApproved, server, tool, args, desc, fp)
+}
+
+// PrepareKind is Prepare for an action of kind mcp_approved (a tools/call),
+// mcp_task_create (a task-augmented tools/call) or mcp_task_cancel
+// (tasks/cancel, whose tool is "tasks/cancel" and arguments
+// {"taskId":…}). The digest binds the kind (KindDigest).
+func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string, fp contracts.Fingerprints) (Action, error) {
 	if err := checkCall(server, tool, args); err != nil {
 		return Action{}, err
 	}
+	switch kind {
+	case contracts.ReceiptApproved, contracts.ReceiptTaskCreate, contracts.ReceiptTaskCancel:
+	default:
+		return Action{}, fmt.Errorf("preparing a call to %s/%s: kind %q cannot be prepared: %w", server, tool, kind, contracts.ErrInvalidArgument)
+	}
 	now := l.stamp()
 	rec := &actionRecord{
-		ID: l.freshID(), State: contracts.ActionPrepared, Kind: contracts.ReceiptApproved,
+		ID: l.freshID(), State: contracts.ActionPrepared, Kind: kind,
 		Server: server, Tool: tool, Arguments: bytes.Clone(args), ToolDescription: desc,
-		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
+		Fingerprints: fp, Digest: KindDigest(kind, server, tool, args, fp),
 		CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL), UpdatedAt: now,
 	}
 	if boot, since, ok := l.boot(); ok {
@@ -459,7 +486,7 @@ func (l *Ledger) Prepare(server, tool string, args []byte, desc string, fp contr
 	if err := l.insert(rec); err != nil {
 		return Action{}, fmt.Errorf("preparing a call to %s/%s: %w", server, tool, err)
 	}
-	l.log.Info().Str("action", rec.ID).Str("server", server).Str("tool", tool).Msg("action prepared")
+	l.log.Info().Str("action", rec.ID).Str("kind", kind).Str("server", server).Str("tool", tool).Msg("action prepared")
 	return rec.action(), nil
 }
 
@@ -957,7 +984,7 @@ func (a Action) Advice() string {
 // Summary is the action as extensions.mcp.actions.list shows it.
 func (a Action) Summary() contracts.ActionSummary {
 	s := contracts.ActionSummary{
-		ID: a.ID, State: a.State, Server: a.Server, Tool: a.Tool,
+		ID: a.ID, State: a.State, Kind: a.Kind, Server: a.Server, Tool: a.Tool,
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339),
 		UpdatedAt: a.UpdatedAt.UTC().Format(time.RFC3339),
 		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID, NotSent: a.NotSent,

@@ -25,6 +25,7 @@ var (
 	bucketReceiptsByTime = []byte("receipts_by_time")
 	bucketPins           = []byte("pins")
 	bucketSources        = []byte("sources")
+	bucketTasks          = []byte("tasks")
 )
 
 // Buckets nested in sources/.
@@ -70,6 +71,7 @@ var migrations = []migration{
 	{5, "source-data", migrateSourceData},
 	{6, "receipt-chain", migrateReceiptChain},
 	{7, "pins", migratePins},
+	{8, "tasks", migrateTasks},
 }
 
 // SchemaVersion is the layout version this build writes.
@@ -173,5 +175,12 @@ func migrateReceiptChain(tx *bolt.Tx) error {
 // migratePins creates pins/: the tool definitions grants cover.
 func migratePins(tx *bolt.Tx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketPins)
+	return err
+}
+
+// migrateTasks creates tasks/: the tasks pikod created (legacy tasks
+// utility) and the status updates it saw.
+func migrateTasks(tx *bolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketTasks)
 	return err
 }

@@ -24,6 +24,7 @@ var migrationTests = map[string]func(t *testing.T){
 	"source-data":   testMigrationSourceData,
 	"receipt-chain": testMigrationReceiptChain,
 	"pins":          testMigrationPins,
+	"tasks":         testMigrationTasks,
 }
 
 func TestMigrations(t *testing.T) {

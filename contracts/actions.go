@@ -52,8 +52,13 @@ type ActionsListResult struct {
 // ActionSummary is one action in a list. Advice tells the owner what to
 // do, notably for uncertain actions.
 type ActionSummary struct {
-	ID        string `json:"id"`
-	State     string `json:"state"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	// Kind is what approving sends: mcp_approved (a tools/call),
+	// mcp_task_create (a task-augmented tools/call that creates a task) or
+	// mcp_task_cancel (tasks/cancel; Tool is then "tasks/cancel"); for
+	// direct calls the receipt kind they leave.
+	Kind      string `json:"kind,omitempty"`
 	Server    string `json:"server"`
 	Tool      string `json:"tool"`
 	CreatedAt string `json:"createdAt"`

@@ -24,6 +24,17 @@ const (
 	ReceiptRead       = "mcp_read"
 	ReceiptAutonomous = "mcp_autonomous"
 	ReceiptApproved   = "mcp_approved"
+	// ReceiptTaskCreate: an approved task-augmented tools/call; the
+	// retained source is the server's CreateTaskResult. Also the kind of
+	// the prepared action that creates a task.
+	ReceiptTaskCreate = "mcp_task_create"
+	// ReceiptTaskCancel: an approved tasks/cancel; the retained source is
+	// the server's answer. Also the kind of the prepared action that
+	// cancels a task.
+	ReceiptTaskCancel = "mcp_task_cancel"
+	// ReceiptTaskResult: a tasks/result answered; the retained source is
+	// the task's result.
+	ReceiptTaskResult = "mcp_task_result"
 )
 
 // CallParams is the params of extensions.mcp.call: a tool named either by
@@ -35,6 +46,11 @@ type CallParams struct {
 	Tool      string          `json:"tool,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Task asks for a task-augmented call (legacy tasks utility) of a tool
+	// whose taskSupport is optional. A tool whose taskSupport is required
+	// is always called as a task. Creating a task is always a prepared
+	// action, whatever the tool's grant.
+	Task bool `json:"task,omitempty"`
 }
 
 // CallResult is the result of extensions.mcp.call and of an approving
@@ -80,6 +96,10 @@ type CallResult struct {
 	// Held says why a call its grant would have run was prepared as an
 	// action instead (the server is paused: extensions.mcp.pause).
 	Held string `json:"held,omitempty"`
+
+	// Task is the task an approved task creation or cancellation is about,
+	// as the server answered (status and all).
+	Task *TaskInfo `json:"task,omitempty"`
 }
 
 // ProgressParams is the params of the extensions.mcp.progress notification

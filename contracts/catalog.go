@@ -52,12 +52,21 @@ type CatalogTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Execution is the tool's "execution" object exactly as the server
+	// listed it (absent when it listed none).
+	Execution json.RawMessage `json:"execution,omitempty"`
+	// TaskSupport is execution.taskSupport on a legacy (2025-11-25)
+	// connection: forbidden, optional or required; "" when the tool
+	// declares none, which means forbidden. A required tool is only ever
+	// called as a task (a prepared action, whatever its grant).
+	TaskSupport string `json:"taskSupport,omitempty"`
 	// Selected reports whether the settings' tools list selects it.
 	Selected bool `json:"selected"`
 	// Grant is read, autonomous, approval or not_selected.
 	Grant string `json:"grant"`
 	// Digest is the hex SHA-256 of the definition (name, title,
-	// description, schemas, annotations); approvals bind to it.
+	// description, schemas, annotations, and execution when present);
+	// approvals bind to it.
 	Digest string `json:"digest"`
 	// Pin is set for tools the settings grant (readOnlyTools,
 	// autonomousTools): pinned when the definition is the one the grant

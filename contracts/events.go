@@ -14,6 +14,10 @@ const (
 	EventResource = "resource"
 	// EventLog: a log message from a server (notifications/message).
 	EventLog = "log"
+	// EventTask: a server reported a task's status
+	// (notifications/tasks/status, legacy tasks utility); Data is a
+	// TaskInfo with taskId, status, statusMessage and lastUpdatedAt.
+	EventTask = "task"
 	// EventRequest: a server request waits for the owner (or was answered,
 	// cancelled or expired).
 	EventRequest = "request"
@@ -121,4 +125,4 @@ const (
 )
 
 // EventKinds lists every event kind, in documentation order.
-var EventKinds = []string{EventState, EventCatalog, EventResource, EventLog, EventRequest}
+var EventKinds = []string{EventState, EventCatalog, EventResource, EventLog, EventRequest, EventTask}

@@ -43,6 +43,13 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 		held = heldReason(server, pause)
 		tool.Grant = contracts.GrantApproval
 	}
+	asTask, err := taskCall(server, tool, p.Task)
+	if err != nil {
+		return nil, err
+	}
+	if asTask {
+		return d.prepareTask(ctx, server, tool, args)
+	}
 	switch tool.Grant {
 	case contracts.GrantNotSelected:
 		return nil, contracts.WithHint(
@@ -454,15 +461,21 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	if a, err = d.ledger.MarkDispatched(a.ID); err != nil {
 		return nil, err
 	}
-	d.log.Info().Str("action", a.ID).Str("server", a.Server).Str("tool", a.Tool).Msg("action approved; dispatching")
+	d.log.Info().Str("action", a.ID).Str("kind", a.Kind).Str("server", a.Server).Str("tool", a.Tool).Msg("action approved; dispatching")
+	bound := &mcpclient.Binding{ConnectionGeneration: a.Fingerprints.ConnectionGeneration, SettingsDigest: a.Fingerprints.Settings,
+		ToolDigest: a.Fingerprints.Tool}
+	switch a.Kind {
+	case contracts.ReceiptTaskCreate:
+		return d.createTask(ctx, req, a, bound)
+	case contracts.ReceiptTaskCancel:
+		return d.cancelTask(ctx, a, bound)
+	}
 	// The arguments were validated when the action was prepared, against
 	// the definition whose digest approval just confirmed unchanged.
 	// The call goes to the very connection and settings the approval was
 	// checked against, or nowhere.
 	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments,
-		actionID: a.ID, validated: a.Fingerprints.Tool,
-		bound: &mcpclient.Binding{ConnectionGeneration: a.Fingerprints.ConnectionGeneration, SettingsDigest: a.Fingerprints.Settings,
-			ToolDigest: a.Fingerprints.Tool}})
+		actionID: a.ID, validated: a.Fingerprints.Tool, bound: bound})
 }
 
 // reasonStaleAtDispatch is the reason of an approved action whose tool

@@ -202,6 +202,16 @@ func Run(ctx context.Context, cfg Config) error {
 	// supervisor (which still reports state changes as it stops).
 	d.events = newEvents(log.With().Str("component", "events").Logger())
 	defer d.events.close()
+	// Task statuses servers announce are recorded against the tasks pikod
+	// created; the recorder stops after the supervisor (its only source).
+	notes := startTaskNotes(ledger, cfg.Redactor.Text, log.With().Str("component", "tasks").Logger())
+	defer notes.close()
+	publish := func(ev contracts.EventParams) {
+		if ev.Kind == contracts.EventTask {
+			notes.offer(ev)
+		}
+		d.events.publish(ev)
+	}
 	d.sup = mcpclient.NewSupervisor(mcpclient.Options{
 		Log:    log.With().Str("component", "mcp").Logger(),
 		RunDir: runDir,
@@ -220,7 +230,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Pins: pinStore{db, cfg.Redactor},
 		// Text from servers is redacted before anything cuts it.
 		Redact: cfg.Redactor.Text,
-		Event:  d.events.publish,
+		Event:  publish,
 		// Elicitations and samplings wait for the owner in the queue.
 		ServerRequest: d.serverRequest,
 	})

@@ -52,6 +52,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPResume:          d.resume,
 		contracts.MethodMCPArtifact:        d.artifact,
 		contracts.MethodMCPImport:          d.importArtifact,
+		contracts.MethodMCPTasks:           d.tasks,
 	}
 	for _, m := range contracts.Methods {
 		h, ok := served[m]

@@ -70,6 +70,13 @@ type CallRequest struct {
 	// (read-only calls, which the daemon logs at debug too); failures are
 	// logged at info either way.
 	Quiet bool
+	// Task makes the call task-augmented (the legacy tasks utility): the
+	// params carry "task": {} and the answer must be a CreateTaskResult
+	// (CallOutcome.Task). The tool's taskSupport must be optional or
+	// required, the connection legacy and the server's tasks capability
+	// must offer tools/call; otherwise nothing is sent. A tool whose
+	// taskSupport is required is refused without Task.
+	Task bool
 }
 
 // CallOutcome is what the server answered.
@@ -86,6 +93,9 @@ type CallOutcome struct {
 	// is an error). The result is returned all the same: a mismatch is
 	// reported, never hidden.
 	OutputSchemaError string
+	// Task is the created task (a task-augmented call), as the server
+	// described it in its CreateTaskResult.
+	Task *TaskState
 }
 
 // Call validates and sends one tools/call and waits for its result.
@@ -153,6 +163,9 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 			"tool %q of server %q is not selected by the settings", s.clip(req.Tool, 200), req.Server),
 			`add it to the server's "tools" list and configure again`))
 	}
+	if err := s.checkTaskCall(sess, c, tool, req.Task); err != nil {
+		return nil, s.beforeSending(req, err)
+	}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = []byte("{}")
@@ -181,7 +194,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 	hardMax = min(hardMax, maxHardTimeout)
 
 	token := "pikod-progress-" + strconv.FormatUint(progressTokens.Add(1), 10)
-	params := toolCallParams(tool.OriginalName, args, token)
+	params := toolCallParams(tool.OriginalName, args, token, req.Task)
 	var opts reqOpts
 	if mcp.IsModernProtocol(c.protocol) && sess.cfg.Transport == contracts.TransportHTTP {
 		// Mcp-Param-* headers, as the tool's x-mcp-header annotations say.
@@ -245,7 +258,11 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 			return nil, err
 		}
 		var err error
-		out, err = s.outcome(tool, ans.raw)
+		if req.Task {
+			out, err = s.taskOutcome(ans.raw)
+		} else {
+			out, err = s.outcome(tool, ans.raw)
+		}
 		if err != nil {
 			err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
 			log.Info().Err(err).Msg("tool call answered with an unreadable result")
@@ -470,13 +487,17 @@ var progressTokens atomic.Uint64
 // toolCallParams builds the params of tools/call by hand so the arguments
 // bytes are embedded verbatim. Every part is in the form encoding/json
 // produces, so the transport's re-encoding leaves it unchanged.
-func toolCallParams(tool string, args []byte, token string) json.RawMessage {
+func toolCallParams(tool string, args []byte, token string, task bool) json.RawMessage {
 	var b bytes.Buffer
 	b.Grow(len(args) + len(tool) + 64)
 	b.WriteString(`{"name":`)
 	writeString(&b, tool)
 	b.WriteString(`,"arguments":`)
 	b.Write(args)
+	if task {
+		// The server keeps the task for its own default time to live.
+		b.WriteString(`,"task":{}`)
+	}
 	b.WriteString(`,"_meta":{"progressToken":`)
 	writeString(&b, token)
 	b.WriteString(`}}`)

@@ -410,7 +410,7 @@ func TestCloseNames(t *testing.T) {
 // escapes, numbers beyond float64 and key order.
 func TestCallParamsOnTheWire(t *testing.T) {
 	args := mustCanon(t, `{"z":"<tag> & \u2028","a":12345678901234567890,"m":1e400,"é":{"k":[1,{"y":2,"x":1}]}}`)
-	params := toolCallParams("tool<&>", args, "pikod-progress-7")
+	params := toolCallParams("tool<&>", args, "pikod-progress-7", false)
 
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()

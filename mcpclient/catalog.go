@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,44 @@ type toolDef struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
+}
+
+// taskSupportOf reads execution.taskSupport: forbidden, optional or
+// required, "" when absent (which means forbidden). Any other value is a
+// problem of the definition.
+func taskSupportOf(execution json.RawMessage) (string, error) {
+	if len(bytes.TrimSpace(execution)) == 0 || string(bytes.TrimSpace(execution)) == "null" {
+		return "", nil
+	}
+	var e struct {
+		TaskSupport *string `json:"taskSupport"`
+	}
+	if err := json.Unmarshal(execution, &e); err != nil {
+		return "", fmt.Errorf("its execution is not an object with a string taskSupport")
+	}
+	if e.TaskSupport == nil {
+		return "", nil
+	}
+	switch *e.TaskSupport {
+	case "forbidden", "optional", "required":
+		return *e.TaskSupport, nil
+	}
+	return "", fmt.Errorf("its execution.taskSupport %s is not forbidden, optional or required", strconv.QuoteToASCII(clip(*e.TaskSupport, 40)))
+}
+
+// toolDigestOf is ToolDigest of d, with its execution object hashed too
+// when it has one (so digests of tools without one are unchanged).
+func toolDigestOf(d toolDef) string {
+	base := ToolDigest(d.Name, d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations)
+	exec := canonicalJSON(d.Execution)
+	if len(exec) == 0 {
+		return base
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s%d:", len(base), base, len(exec))
+	h.Write(exec)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ToolDigest is the hex SHA-256 of a tool definition: name, title,
@@ -488,6 +527,9 @@ type serverCaps struct {
 	subscribe                                                  bool
 	completions                                                bool
 	logging                                                    bool
+	// tasksList, tasksCancel and tasksToolCalls are the legacy tasks
+	// capability's list, cancel and requests.tools.call.
+	tasks, tasksList, tasksCancel, tasksToolCalls bool
 }
 
 // toolsFrom decodes raw tool definitions, names them and applies grants.
@@ -502,6 +544,12 @@ func toolsFrom(s *contracts.ServerSettings, raw []json.RawMessage) ([]contracts.
 		if err := json.Unmarshal(r, &d); err != nil || d.Name == "" {
 			if problem == nil {
 				problem = fmt.Errorf("tools/list: entry %d is not a tool definition with a name", i)
+			}
+			continue
+		}
+		if _, err := taskSupportOf(d.Execution); err != nil {
+			if problem == nil {
+				problem = fmt.Errorf("tools/list: tool %q: %v", d.Name, err)
 			}
 			continue
 		}
@@ -523,11 +571,13 @@ func toolsFrom(s *contracts.ServerSettings, raw []json.RawMessage) ([]contracts.
 	out := make([]contracts.CatalogTool, len(defs))
 	for i, d := range defs {
 		selected, grant := grantOf(s, d.Name)
+		support, _ := taskSupportOf(d.Execution)
 		out[i] = contracts.CatalogTool{
 			Name: model[i], Server: s.ID, OriginalName: d.Name, Title: d.Title, Description: d.Description,
 			InputSchema: d.InputSchema, OutputSchema: d.OutputSchema, Annotations: d.Annotations,
+			Execution: d.Execution, TaskSupport: support,
 			Selected: selected, Grant: grant,
-			Digest: ToolDigest(d.Name, d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations),
+			Digest: toolDigestOf(d),
 		}
 	}
 	return out, problem

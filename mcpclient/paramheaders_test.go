@@ -87,7 +87,7 @@ func TestParamHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			params := toolCallParams("headed", []byte(tt.args), "tok")
+			params := toolCallParams("headed", []byte(tt.args), "tok", false)
 			h, err := paramHeaders(schema, params)
 			if tt.bad != "" {
 				if !errors.Is(err, contracts.ErrInvalidArgument) || !strings.Contains(err.Error(), `"`+tt.bad+`"`) {
@@ -119,7 +119,7 @@ func TestParamHeaders(t *testing.T) {
 		})
 	}
 	if _, err := paramHeaders(json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}`),
-		toolCallParams("t", []byte(`{"n":1}`), "tok")); !errors.Is(err, contracts.ErrFailedPrecondition) {
+		toolCallParams("t", []byte(`{"n":1}`), "tok", false)); !errors.Is(err, contracts.ErrFailedPrecondition) {
 		t.Errorf("paramHeaders with invalid annotations: %v, want a refusal", err)
 	}
 }

@@ -888,6 +888,11 @@ func (c *conn) onNotification(n mcp.JSONRPCNotification) {
 	case string(mcp.MethodNotificationCancelled):
 		// On stdio a server ends a subscription stream this way.
 		c.listen.endedByServer(n.Params)
+	case methodTaskStatus:
+		if note, valid := c.s.sup.taskStatusNote(c.s.cfg.ID, n.Params); ok && valid {
+			c.s.sup.emit(contracts.EventTask, c.s.cfg.ID, contracts.TaskInfo{TaskID: note.Task.TaskID, Status: note.Task.Status,
+				StatusMessage: note.Task.StatusMessage, LastUpdatedAt: note.Task.LastUpdatedAt})
+		}
 	}
 }
 

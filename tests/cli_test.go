@@ -235,12 +235,12 @@ func TestCLIRPC(t *testing.T) {
 	}
 
 	t.Run("daemon error", func(t *testing.T) {
-		stdout, stderr, code := runCtl(t, d, "", "rpc", contracts.MethodMCPTasks, "{}")
+		stdout, stderr, code := runCtl(t, d, "", "rpc", contracts.MethodMCPArtifact, "{}")
 		if code != 1 || !strings.HasPrefix(stderr, "pikoctl: ") || !strings.Contains(stderr, "not implemented") {
 			t.Errorf("rpc of a not-implemented method: exit %d stdout %q stderr %q, want exit 1 and %q", code, stdout, stderr, "pikoctl: ... not implemented")
 		}
 
-		stdout, _, code = runCtl(t, d, "", "--json", "rpc", contracts.MethodMCPTasks, "{}")
+		stdout, _, code = runCtl(t, d, "", "--json", "rpc", contracts.MethodMCPArtifact, "{}")
 		var e contracts.Error
 		if err := json.Unmarshal([]byte(stdout), &e); err != nil || code != 1 || e.Code != 1007 || e.Reason() != "not_implemented" {
 			t.Errorf("--json rpc error: exit %d stdout %q (%v), want exit 1 and the error object with code 1007", code, stdout, err)

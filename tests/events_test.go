@@ -469,7 +469,7 @@ func TestLoggingLevelAndFollow(t *testing.T) {
 	human := startCtl(t, d, "mcp", "watch", "--kind", "log", "--kind", "state")
 	asJSON := startCtl(t, d, "--json", "mcp", "watch", "--server", "legacy")
 	human.waitErr(t, "watching state, log events of every server")
-	asJSON.waitErr(t, "watching state, catalog, resource, log, request events of legacy")
+	asJSON.waitErr(t, "watching state, catalog, resource, log, request, task events of legacy")
 	logLines("legacy", "error", 1)
 	d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "modern"})
 	human.waitOut(t, func(out string) bool {

@@ -375,7 +375,7 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
 			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout,
 			contracts.MethodMCPSearch, contracts.MethodMCPRequests, contracts.MethodMCPRequestsRead, contracts.MethodMCPRequestsRespond, contracts.MethodMCPRequestsPropose,
-			contracts.MethodMCPPause, contracts.MethodMCPResume, contracts.MethodMCPArtifact, contracts.MethodMCPImport}
+			contracts.MethodMCPPause, contracts.MethodMCPResume, contracts.MethodMCPArtifact, contracts.MethodMCPImport, contracts.MethodMCPTasks}
 		c := d.client(t)
 		for _, info := range contracts.MethodTable {
 			m := info.Name

@@ -39,9 +39,9 @@ func (a *app) newCallCmds() []*cobra.Command {
 
 func (a *app) newCallCmd() *cobra.Command {
 	var (
-		byName   bool
-		kvs      []string
-		argsJSON string
+		byName, asTask bool
+		kvs            []string
+		argsJSON       string
 	)
 	cmd := &cobra.Command{
 		Use:   "call SERVER TOOL | call --name MODEL_NAME",
@@ -53,6 +53,9 @@ or else as a JSON object on stdin (none when stdin is a terminal). Secret
 arguments belong on stdin: command lines are visible to other programs.
 A tool in readOnlyTools or autonomousTools runs at once; any other tool
 becomes a prepared action for 'pikoctl mcp approve'.
+A tool whose execution.taskSupport is required (or optional, with --task)
+is called as a task: always a prepared action, whatever its grant; once
+approved, follow the task with 'pikoctl mcp task SERVER TASK_ID'.
 
 Exit status: 0 completed, 1 failed (the tool reported an error, the call
 was refused, or it could not be sent: "nothing was sent"), 4 approval
@@ -69,7 +72,7 @@ A second Ctrl-C quits at once.`,
 			return cobra.ExactArgs(2)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			params := contracts.CallParams{}
+			params := contracts.CallParams{Task: asTask}
 			if byName {
 				params.Name = args[0]
 			} else {
@@ -111,6 +114,7 @@ A second Ctrl-C quits at once.`,
 	cmd.Flags().BoolVar(&byName, "name", false, "name the tool by its model-facing name (mcp_SERVER_TOOL)")
 	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "an argument NAME=VALUE, typed by the tool's input schema (repeatable)")
 	cmd.Flags().StringVar(&argsJSON, "args-json", "", "the arguments as one JSON object")
+	cmd.Flags().BoolVar(&asTask, "task", false, "call a tool whose taskSupport is optional as a task (always a prepared action)")
 	return cmd
 }
 
@@ -297,6 +301,9 @@ func writeCallResult(w *errWriter, r *contracts.CallResult) {
 			fmt.Fprintf(w, "upstream error %d: %s\n", r.Error.Data.Upstream.Code, clean(r.Error.Data.Upstream.Message))
 		}
 	}
+	if r.Task != nil {
+		writeTask(w, r.Server, r.Task)
+	}
 	line := "status: " + clean(r.Status)
 	if r.IsError {
 		line += " (the tool reported an error)"
@@ -466,6 +473,12 @@ func writeReview(w *errWriter, r *contracts.ActionReview) {
 	fmt.Fprintf(w, "action:    %s (%s)\n", clean(r.ID), clean(stateLabel(r.ActionSummary)))
 	fmt.Fprintf(w, "server:    %s\n", clean(r.Server))
 	fmt.Fprintf(w, "tool:      %s\n", clean(r.ToolName))
+	switch r.Kind {
+	case contracts.ReceiptTaskCreate:
+		fmt.Fprintln(w, "sends:     tools/call as a task (task-augmented): the server creates a task that runs on after the call")
+	case contracts.ReceiptTaskCancel:
+		fmt.Fprintln(w, "sends:     tasks/cancel: asks the server to cancel the task below")
+	}
 	if r.ToolDescription != "" {
 		fmt.Fprintf(w, "described: %s\n", cleanLines(r.ToolDescription))
 	}

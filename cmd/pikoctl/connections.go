@@ -119,15 +119,23 @@ func writeCatalog(w *errWriter, c *contracts.CatalogResult) error {
 	return w.err
 }
 
-// grantCell shows a tool's grant, and a suspended one with why.
+// grantCell shows a tool's grant, and a suspended one with why, and
+// whether it runs as a task (creating one always needs approval).
 func grantCell(t contracts.CatalogTool) string {
+	g := t.Grant
 	switch t.Pin {
 	case contracts.PinChanged:
-		return t.Grant + " (" + t.SuspendedGrant + " suspended: definition changed)"
+		g += " (" + t.SuspendedGrant + " suspended: definition changed)"
 	case contracts.PinUnchecked:
-		return t.Grant + " (" + t.SuspendedGrant + " suspended: pin unreadable)"
+		g += " (" + t.SuspendedGrant + " suspended: pin unreadable)"
 	}
-	return t.Grant
+	switch t.TaskSupport {
+	case "required":
+		g += ", task only (approval)"
+	case "optional":
+		g += ", task optional"
+	}
+	return g
 }
 
 func firstLine(s string) string {

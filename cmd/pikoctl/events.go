@@ -292,6 +292,14 @@ func writeEvent(w io.Writer, ev contracts.EventParams) {
 				what += "; definition changed: " + strings.Join(d.ChangedTools, ", ")
 			}
 		}
+	case contracts.EventTask:
+		var t contracts.TaskInfo
+		if json.Unmarshal(ev.Data, &t) == nil {
+			what = "task " + t.TaskID + " " + t.Status
+			if t.StatusMessage != "" {
+				what += ": " + t.StatusMessage
+			}
+		}
 	case contracts.EventLog:
 		var e contracts.LogEntry
 		if json.Unmarshal(ev.Data, &e) == nil {
