@@ -160,21 +160,8 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	state, reason := contracts.ActionCompleted, ""
 	var staged *approvals.StagedSource
 	switch {
-	case err != nil && contracts.IsNotSent(err):
-		// Provably nothing left pikod: a definite failure without effect,
-		// which the caller may make (or prepare) again.
-		res.Status, state, res.NotSent = contracts.CallFailed, contracts.ActionFailed, true
-		res.Error = d.redactError(err)
-		reason = "not sent: " + res.Error.Message
-	case err != nil && errors.Is(err, contracts.ErrOutcomeUnknown):
-		res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
-		res.Error = d.redactError(err)
-		reason = res.Error.Message
 	case err != nil:
-		// The server's own error answer: a definite failure.
-		res.Status, state = contracts.CallFailed, contracts.ActionFailed
-		res.Error = d.redactError(err)
-		reason = res.Error.Message
+		state, reason = d.failedEnd(err, &res)
 	default:
 		// Redacted before it is retained or previewed: every cut comes after.
 		text := d.red.JSON(out.Result)
@@ -509,4 +496,24 @@ func (d *daemon) sourceRead(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
 	}
 	return d.sources.Read(p.SourceID, p.Offset, p.Length)
+}
+
+// failedEnd fills res for a call or task action that ended with err and
+// returns the action's end state and reason: not sent (provably nothing
+// left pikod: a definite failure without effect, which may be made again),
+// uncertain (the outcome is unknown), or failed (the server's own error
+// answer).
+func (d *daemon) failedEnd(err error, res *contracts.CallResult) (state, reason string) {
+	res.Error = d.redactError(err)
+	switch {
+	case contracts.IsNotSent(err):
+		res.Status, res.NotSent = contracts.CallFailed, true
+		return contracts.ActionFailed, "not sent: " + res.Error.Message
+	case errors.Is(err, contracts.ErrOutcomeUnknown):
+		res.Status = contracts.CallUncertain
+		return contracts.ActionUncertain, res.Error.Message
+	default:
+		res.Status = contracts.CallFailed
+		return contracts.ActionFailed, res.Error.Message
+	}
 }

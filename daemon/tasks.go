@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -73,20 +72,9 @@ func (d *daemon) prepareTask(ctx context.Context, server string, tool contracts.
 // then the action's end. It fills res's status, receipt and error.
 func (d *daemon) dispatchEnd(a approvals.Action, res *contracts.CallResult, err error) {
 	state, reason := contracts.ActionCompleted, ""
-	switch {
-	case err != nil && contracts.IsNotSent(err):
-		res.Status, state, res.NotSent = contracts.CallFailed, contracts.ActionFailed, true
-		res.Error = d.redactError(err)
-		reason = "not sent: " + res.Error.Message
-	case err != nil && errors.Is(err, contracts.ErrOutcomeUnknown):
-		res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
-		res.Error = d.redactError(err)
-		reason = res.Error.Message
-	case err != nil:
-		res.Status, state = contracts.CallFailed, contracts.ActionFailed
-		res.Error = d.redactError(err)
-		reason = res.Error.Message
-	default:
+	if err != nil {
+		state, reason = d.failedEnd(err, res)
+	} else {
 		res.Status = contracts.CallCompleted
 	}
 	rec := approvals.Receipt{Kind: a.Kind, Server: a.Server, Tool: d.red.Text(a.Tool), ArgumentsDigest: digestOf(a.Arguments),
