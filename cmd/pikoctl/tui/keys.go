@@ -7,7 +7,7 @@ import "github.com/charmbracelet/bubbles/key"
 type keyMap struct {
 	Up, Down, Top, Bottom key.Binding
 	Next, Prev            key.Binding
-	Pane                  [5]key.Binding
+	Pane                  [6]key.Binding
 	Help, Quit, Refresh   key.Binding
 
 	Connect, Disconnect, Reconnect, SignIn, Open key.Binding

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -158,12 +160,35 @@ func TestCatalogSearchAndSchema(t *testing.T) {
 	keys(m, "2")
 	golden(t, m, "catalog")
 	keys(m, "/")
-	typeText(m, "nonce")
-	s := golden(t, m, "catalog_search")
-	if !strings.Contains(s, "fx/count") || strings.Contains(s, "fx/echo") {
-		t.Errorf("searching nonce should list count only:\n%s", s)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
+	if cmd == nil {
+		t.Fatal("typing a query started no search")
 	}
-	keys(m, "enter", "esc")
+	typeText(m, "once")
+	if s := m.View(); !strings.Contains(s, "searching...") {
+		t.Errorf("before the search answers the pane should say so:\n%s", s)
+	}
+	// An answer to an older query is ignored; the current one is shown
+	// ranked, with score and server.
+	m.Update(searchMsg{query: "non", res: contracts.SearchResult{Query: "non", Results: []contracts.SearchHit{
+		{Server: "fx", Tool: "echo", Name: "mcp_fx_echo", Grant: "read", Score: 9}}}})
+	m.Update(searchMsg{query: "nonce", res: contracts.SearchResult{Query: "nonce", Searched: []string{"fx"}, NotSearched: []string{"web"},
+		Results: []contracts.SearchHit{
+			{Server: "fx", Tool: "count", Name: "mcp_fx_count", Description: "Count a nonce in the call log.", Grant: "approval", Score: 1.234},
+			{Server: "fx", Tool: "sleep", Name: "mcp_fx_sleep", Title: "Sleep a while", Grant: "not_selected", Score: 0.5},
+		}}})
+	s := golden(t, m, "catalog_search")
+	if !strings.Contains(s, " 1.234 fx/count") || !strings.Contains(s, " 0.500 fx/sleep") || strings.Contains(s, "fx/echo") {
+		t.Errorf("searching nonce should list count then sleep with their scores:\n%s", s)
+	}
+	if !strings.Contains(s, "not connected: web") {
+		t.Errorf("the search should name the servers it could not search:\n%s", s)
+	}
+	keys(m, "enter", "enter")
+	if m.schema == nil || m.schemaOf != "fx/count" {
+		t.Errorf("enter on the first hit should show count's schema, shows %q", m.schemaOf)
+	}
+	keys(m, "esc", "esc")
 	if got := len(m.tools()); got != 3 {
 		t.Errorf("esc cleared the search but %d tools are listed, want 3", got)
 	}
@@ -364,5 +389,73 @@ func TestNoColor(t *testing.T) {
 	m.st = newStyles(termenv.ANSI256)
 	if s := m.View(); !strings.Contains(s, "\x1b[") {
 		t.Errorf("the colour screen has no colour: %q", s)
+	}
+}
+
+func sampleRequests() []contracts.ServerRequestInfo {
+	return []contracts.ServerRequestInfo{
+		{ID: "req_02", Server: "fx", Method: "elicitation/create", Kind: contracts.RequestKindElicitation, Mode: contracts.ElicitForm,
+			State: contracts.RequestPending, Message: "what is your name?", Tool: "ask", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:10:00Z"},
+		{ID: "req_01", Server: "ev", Method: "sampling/createMessage", Kind: contracts.RequestKindSampling,
+			State: contracts.RequestDeclined, Message: "write a haiku", CreatedAt: "2026-12-01T17:00:00Z", ExpiresAt: "2026-12-01T17:10:00Z"},
+	}
+}
+
+func TestRequestsPane(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	keys(m, "6")
+	if s := m.View(); !strings.Contains(s, "no server requests") {
+		t.Errorf("an empty requests pane should say what appears there:\n%s", s)
+	}
+	m.Update(requestsMsg{res: contracts.RequestsResult{Requests: sampleRequests()}})
+	s := golden(t, m, "requests")
+	if !strings.Contains(s, "6 requests(1)") || !strings.Contains(s, "what is your name?") {
+		t.Errorf("the requests pane should count the pending request and list its message:\n%s", s)
+	}
+	// A request event reads the list again.
+	_, cmd := m.Update(eventMsg{ev: contracts.EventParams{Kind: contracts.EventRequest, Server: "fx", Data: json.RawMessage(`{"id":"req_03","state":"pending"}`)}})
+	if cmd == nil {
+		t.Error("a request event did not read the requests again")
+	}
+	// Enter reads the request whole; a hands the terminal to respond, x to
+	// respond --decline.
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if cmd == nil {
+		t.Fatal("enter on a request did not read it")
+	}
+	full := sampleRequests()[0]
+	full.Schema = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"your name"}},"required":["name"]}`)
+	m.Update(requestReadMsg{res: full})
+	s = golden(t, m, "request")
+	for _, want := range []string{"request:   req_02 (pending)", "the server asks:", "what is your name?", "name                 string       required your name", "a answer", "x decline"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the request view lacks %q:\n%s", want, s)
+		}
+	}
+	var got []string
+	m.opts.Respond = func(id string, decline bool) *exec.Cmd {
+		got = append(got, fmt.Sprintf("%s %v", id, decline))
+		return exec.Command("true")
+	}
+	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")}); cmd == nil {
+		t.Fatal("a on a pending request returned no command")
+	}
+	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")}); cmd == nil {
+		t.Fatal("x on a pending request returned no command")
+	}
+	if strings.Join(got, ",") != "req_02 false,req_02 true" {
+		t.Errorf("respond commands built: %q, want answer then decline of req_02", got)
+	}
+	m.Update(respondedMsg{id: "req_02"})
+	if m.request != nil || !strings.Contains(m.flash, "request req_02 answered") {
+		t.Errorf("after respond: view open %v, flash %q", m.request != nil, m.flash)
+	}
+	// A decided request is not answered again.
+	keys(m, "down")
+	m.Update(requestReadMsg{res: sampleRequests()[1]})
+	keys(m, "a")
+	if !strings.Contains(m.flash, "is declined and cannot be answered again") {
+		t.Errorf("a on a declined request: flash %q", m.flash)
 	}
 }
