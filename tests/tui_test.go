@@ -235,3 +235,101 @@ func (s *tuiScreen) waitFor(substr string) {
 		}
 	}
 }
+
+// TestTUIRequests answers server requests from the console: a 2026-07-28
+// tool asks for a name (input_required); the requests pane shows it as it
+// arrives, reads it whole, and a hands the terminal to pikoctl mcp
+// respond, where the owner types the answer and the same call completes
+// with it; a second request is declined with x (pikoctl mcp respond
+// --decline). The catalog search ranks tools with extensions.mcp.search.
+func TestTUIRequests(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--protocol", "modern", "--input-tools").with(
+		"protocol", map[string]string{"pin": modernVersion}, "readOnlyTools", []string{"ask"}, "elicitation", true)))
+	connectServer(t, d, "fx")
+
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("connected")
+
+	// Ranked search: the score and the server are on the screen.
+	screen.press("2")
+	screen.waitFor("tools · every connected server")
+	screen.press("/")
+	screen.waitFor("name or description")
+	screen.press("client")
+	screen.waitFor("(BM25)")
+	screen.waitFor("fx/ask")
+	screen.press("\x1b")
+	screen.waitFor("/ search")
+
+	screen.press("6")
+	screen.waitFor("no server requests")
+	call := ctlProgress(t, d, `{}`, "mcp", "call", "fx", "ask")
+	screen.mark()
+	screen.waitFor("what is your name?")
+	req := waitPending(t, d, "fx")
+	screen.press("\r")
+	screen.waitFor("the server asks:")
+	screen.press("a")
+	screen.waitFor("(a/d/c): ")
+	p.typeLine(t, "a")
+	screen.waitFor("name: ")
+	screen.mark()
+	p.typeLine(t, "Ada")
+	screen.waitFor("press Enter to return")
+	if out := screen.since(); !strings.Contains(out, "request "+req.ID+": answered") {
+		t.Errorf("pikoctl mcp respond did not report the answer:\n%s", out)
+	}
+	p.typeLine(t, "")
+	screen.waitFor("answered with pikoctl mcp respond")
+	if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "hello Ada") {
+		t.Fatalf("the call exited %d; stdout %q; want it completed with the answer typed in the console", code, call.stdout.String())
+	}
+	if st := requestState(t, d, req.ID); st.State != contracts.RequestAnswered {
+		t.Errorf("request %s is %s, want answered", req.ID, st.State)
+	}
+
+	// A second request, declined from the console.
+	screen.mark()
+	call = ctlProgress(t, d, `{}`, "mcp", "call", "fx", "ask")
+	var second contracts.ServerRequestInfo
+	poll(t, "a second pending request", func() bool {
+		var list contracts.RequestsResult
+		d.callInto(t, contracts.MethodMCPRequests, contracts.RequestsParams{Server: "fx", State: contracts.RequestPending}, &list)
+		if len(list.Requests) > 0 && list.Requests[0].ID != req.ID {
+			second = list.Requests[0]
+			return true
+		}
+		return false
+	}, func() string { return "" })
+	screen.waitFor("6 requests(1)")
+	screen.press("g")
+	screen.press("\r")
+	screen.waitFor(second.ID + " (pending)")
+	screen.press("x")
+	screen.waitFor("press Enter to return")
+	if out := screen.since(); !strings.Contains(out, "request "+second.ID+": declined") {
+		t.Errorf("pikoctl mcp respond --decline did not report the decline:\n%s", out)
+	}
+	p.typeLine(t, "")
+	screen.waitFor("answered with pikoctl mcp respond --decline")
+	if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "no name given (decline)") {
+		t.Errorf("the declined call exited %d; stdout %q; want the server told of the decline", code, call.stdout.String())
+	}
+	if st := requestState(t, d, second.ID); st.State != contracts.RequestDeclined {
+		t.Errorf("request %s is %s, want declined", second.ID, st.State)
+	}
+
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}

@@ -325,9 +325,13 @@ type (
 		res contracts.RequestsResult
 		err error
 	}
+	// requestReadMsg: a request read whole; refresh marks a re-read of
+	// the one on screen (after an event), which must not reopen a view
+	// the owner closed meanwhile.
 	requestReadMsg struct {
-		res contracts.ServerRequestInfo
-		err error
+		res     contracts.ServerRequestInfo
+		refresh bool
+		err     error
 	}
 	respondedMsg struct {
 		id      string
@@ -417,11 +421,11 @@ func (m *model) loadRequests() tea.Cmd {
 	}
 }
 
-func (m *model) loadRequest(id string) tea.Cmd {
+func (m *model) loadRequest(id string, refresh bool) tea.Cmd {
 	return func() tea.Msg {
 		var res contracts.ServerRequestInfo
 		err := m.call(contracts.MethodMCPRequestsRead, contracts.RequestReadParams{RequestID: id}, &res)
-		return requestReadMsg{res: res, err: err}
+		return requestReadMsg{res: res, refresh: refresh, err: err}
 	}
 }
 
@@ -724,11 +728,19 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.reqCursor = clamp(m.reqCursor, len(m.requests))
 		return m, nil
 	case requestReadMsg:
+		if msg.refresh && (m.request == nil || m.request.ID != msg.res.ID) {
+			return m, nil // the view was closed or shows another request
+		}
 		if msg.err != nil {
 			m.setFlash("reading the request: "+errText(msg.err), true)
 			return m, nil
 		}
 		r := msg.res
+		if msg.refresh {
+			m.request = &r
+			m.requestView.SetContent(m.requestText(r))
+			return m, nil
+		}
 		m.request = &r
 		vp := viewport.New(m.width, m.bodyHeight()-2)
 		vp.SetContent(m.requestText(r))
@@ -886,7 +898,7 @@ func (m *model) event(msg eventMsg) tea.Cmd {
 		cmds := []tea.Cmd{m.loadActions(), m.loadRequests()}
 		var d contracts.RequestEventData
 		if m.request != nil && json.Unmarshal(ev.Data, &d) == nil && d.ID == m.request.ID {
-			cmds = append(cmds, m.loadRequest(d.ID))
+			cmds = append(cmds, m.loadRequest(d.ID, true))
 		}
 		return tea.Batch(cmds...)
 	}
@@ -1253,7 +1265,7 @@ func (m *model) requestsKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Open), key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
 		// Every answer starts from the request read whole.
 		if m.reqCursor < n {
-			return m.loadRequest(m.requests[m.reqCursor].ID)
+			return m.loadRequest(m.requests[m.reqCursor].ID, false)
 		}
 	}
 	return nil

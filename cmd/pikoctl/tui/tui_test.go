@@ -451,6 +451,13 @@ func TestRequestsPane(t *testing.T) {
 	if m.request != nil || !strings.Contains(m.flash, "request req_02 answered") {
 		t.Errorf("after respond: view open %v, flash %q", m.request != nil, m.flash)
 	}
+	// The re-read an event started while respond ran does not reopen it.
+	answered := full
+	answered.State = contracts.RequestAnswered
+	m.Update(requestReadMsg{res: answered, refresh: true})
+	if m.request != nil {
+		t.Error("a late re-read reopened the request the owner had left")
+	}
 	// A decided request is not answered again.
 	keys(m, "down")
 	m.Update(requestReadMsg{res: sampleRequests()[1]})

@@ -351,7 +351,7 @@ func (m *model) catalogBody() []string {
 		if scores != nil {
 			line = fmt.Sprintf("%6.3f %-*s %-10s %s", scores[i], nameW-7, clipTo(safe(t.Server+"/"+name), nameW-7), clipTo(safe(grant), 10), safe(desc))
 		} else {
-			line = fmt.Sprintf("%-*s %-10s %s", nameW, clipTo(safe(t.Server+"/"+t.Name), nameW), clipTo(safe(grant), 10), safe(desc))
+			line = fmt.Sprintf("%-*s %-10s %s", nameW, clipTo(safe(t.Server+"/"+name), nameW), clipTo(safe(grant), 10), safe(desc))
 		}
 		out = append(out, m.mark(i == m.catCursor, line))
 	}
