@@ -204,6 +204,7 @@ type model struct {
 	dryRun   *contracts.ConfigureResult
 
 	auth       *authState
+	creds      *credForm
 	logLines   []string
 	logView    viewport.Model
 	logFollow  bool
@@ -807,6 +808,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.loadStatus(), m.loadActions())
 	case authMsg:
 		return m, m.authed(msg)
+	case secretMsg:
+		return m, m.secretStored(msg)
 	case approvedMsg:
 		if msg.err != nil {
 			m.setFlash(fmt.Sprintf("action %s: pikoctl mcp approve ended with %v (its output was shown above)", msg.id, msg.err), true)
@@ -919,6 +922,9 @@ func (m *model) appendLog(line string) {
 // key handles one key press.
 func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
+	if m.creds != nil {
+		return m.credKey(msg)
+	}
 	// Text entry takes every key but the ones that end it.
 	if m.searching {
 		switch msg.Type {
@@ -1072,6 +1078,10 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.auth = &authState{server: s.ID}
 		return m.authStart(s.ID)
+	case key.Matches(msg, k.Credentials):
+		m.creds = m.newCredForm(s)
+		m.setFlash("", false)
+		return textinput.Blink
 	case key.Matches(msg, k.Open):
 		m.serverOnly = s.ID
 		m.clearSearch()

@@ -466,3 +466,81 @@ func TestRequestsPane(t *testing.T) {
 		t.Errorf("a on a declined request: flash %q", m.flash)
 	}
 }
+
+func TestCredentialForm(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	m.Update(settingsMsg{res: contracts.SettingsResult{Revision: 3, Settings: json.RawMessage(
+		`{"servers":[{"id":"fx","transport":"stdio","command":"/bin/fx"},{"id":"web","transport":"http","url":"https://web.example/mcp","oauth":{"clientId":"c1"}}]}`)}})
+	keys(m, "v")
+	if m.creds == nil || m.creds.server != "fx" {
+		t.Fatal("v on a server did not open its credential form")
+	}
+	// Every value blank: nothing is sent.
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
+	if cmd != nil || m.creds != nil || !strings.Contains(m.flash, "unchanged") {
+		t.Errorf("storing a blank form: cmd %v, form open %v, flash %q; want nothing sent", cmd != nil, m.creds != nil, m.flash)
+	}
+
+	keys(m, "v")
+	typeText(m, "API_TOKEN")
+	keys(m, "tab")
+	typeText(m, "s3cr3t-canary-value")
+	keys(m, "tab", "tab")
+	typeText(m, "lonely-value") // a value without a name
+	s := golden(t, m, "credentials")
+	if strings.Contains(s, "s3cr3t") || strings.Contains(s, "lonely") {
+		t.Fatalf("a credential value is on the screen:\n%s", s)
+	}
+	if !strings.Contains(s, "API_TOKEN") || !strings.Contains(s, strings.Repeat("*", len("s3cr3t-canary-value"))) {
+		t.Errorf("the form should show the name and a masked value:\n%s", s)
+	}
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
+	if cmd != nil || m.creds == nil || !strings.Contains(m.flash, "row 2 has a value but no env name") || strings.Contains(m.flash, "lonely") {
+		t.Errorf("a value without a name: cmd %v, flash %q; want it refused in place", cmd != nil, m.flash)
+	}
+	m.Update(tea.KeyMsg{Type: tea.KeyShiftTab})
+	m.Update(tea.KeyMsg{Type: tea.KeyTab})
+	// Clear the lonely value: only the filled row is sent.
+	for range len("lonely-value") {
+		m.Update(tea.KeyMsg{Type: tea.KeyBackspace})
+	}
+	creds, err := m.creds.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(creds)
+	if string(b) != `{"env":{"API_TOKEN":"s3cr3t-canary-value"}}` {
+		t.Errorf("credentials sent: %s", b)
+	}
+	keys(m, "esc")
+	if m.creds != nil || !strings.Contains(m.flash, "nothing was sent") {
+		t.Errorf("esc: form open %v, flash %q", m.creds != nil, m.flash)
+	}
+
+	// An http server with oauth: header rows (Authorization first) and the
+	// client secret; blank header rows are left out.
+	keys(m, "down", "v")
+	if m.creds == nil || m.creds.server != "web" {
+		t.Fatal("v on web did not open its form")
+	}
+	s = golden(t, m, "credentials_http")
+	if !strings.Contains(s, "Authorization") || !strings.Contains(s, "client secret") {
+		t.Errorf("the http form should offer Authorization and the OAuth client secret:\n%s", s)
+	}
+	for range 4 {
+		m.Update(tea.KeyMsg{Type: tea.KeyTab})
+	}
+	typeText(m, "client-secret-1")
+	creds, err = m.creds.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(creds); string(b) != `{"oauthClientSecret":"client-secret-1"}` {
+		t.Errorf("credentials sent: %s", b)
+	}
+	m.Update(secretMsg{server: "web", res: contracts.SecretResult{Server: "web", Fields: []string{"oauthClientSecret"}, Generation: 2, ReconnectRequired: true}})
+	if !strings.Contains(m.flash, "stored oauthClientSecret for web (generation 2)") {
+		t.Errorf("after storing: flash %q", m.flash)
+	}
+}

@@ -124,6 +124,9 @@ func (m *model) body() []string {
 	if m.auth != nil {
 		return m.authBody()
 	}
+	if m.creds != nil {
+		return m.credBody()
+	}
 	switch m.pane {
 	case paneServers:
 		return m.serversBody()
@@ -247,7 +250,9 @@ func (m *model) serverDetail() []string {
 		add("pid", fmt.Sprint(s.PID))
 	}
 	add("since", s.ConnectedSince)
-	add("credentials", s.Credentials)
+	if s.Credentials != "" {
+		add("credentials", s.Credentials+" (v enters them, masked)")
+	}
 	if s.OAuth != nil {
 		v := s.OAuth.Grant
 		if s.OAuth.Pending != nil {
@@ -679,6 +684,14 @@ func (m *model) paneKeys() []key.Binding {
 		}
 		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop waiting")), k.CancelFlow}
 	}
+	if m.creds != nil {
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab/↓", "next field")),
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "next, or store on the last")),
+			key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "store")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	}
 	if m.searching {
 		return []key.Binding{
 			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
@@ -733,8 +746,8 @@ func (m *model) helpLines() []string {
 		}
 		return m.st.help.Render(strings.Join(parts, "  "))
 	}
-	if m.searching {
-		// Every other key is text for the search.
+	if m.searching || m.creds != nil {
+		// Every other key is text for the search or the form.
 		return []string{render(m.paneKeys())}
 	}
 	if !m.showHelp {
@@ -742,9 +755,14 @@ func (m *model) helpLines() []string {
 	}
 	lines := []string{
 		render(m.paneKeys()),
+	}
+	if m.pane == paneServers && m.auth == nil {
+		lines = append(lines, render([]key.Binding{withHelp(k.Credentials, "enter the selected server's credentials (masked)")}))
+	}
+	lines = append(lines,
 		render([]key.Binding{k.Up, k.Down, k.Top, k.Bottom}),
 		render([]key.Binding{withHelp(k.Pane[0], "servers"), withHelp(k.Pane[1], "catalog"), withHelp(k.Pane[2], "actions"), withHelp(k.Pane[3], "settings"), withHelp(k.Pane[4], "log"), withHelp(k.Pane[5], "requests")}),
 		render([]key.Binding{k.Next, k.Prev, k.Refresh, withHelp(k.Help, "less help"), k.Quit}),
-	}
+	)
 	return lines
 }
