@@ -333,3 +333,63 @@ func TestTUIRequests(t *testing.T) {
 		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
 	}
 }
+
+// TestTUICredentials enters a server's credentials in the console's
+// masked form: the value never reaches the screen, it is stored in the
+// vault (extensions.secret), and after a reconnect the server has it. A
+// form left blank sends nothing and keeps what is stored.
+func TestTUICredentials(t *testing.T) {
+	t.Parallel()
+	d := vaultDaemon(t)
+	envFile := filepath.Join(t.TempDir(), "fx.env")
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--env-file", envFile)))
+	connectServer(t, d, "fx")
+
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("credentials: none")
+
+	canary := newCanary(t, true)
+	screen.press("v")
+	screen.waitFor("Credentials of fx (stdio)")
+	screen.press("FX_TOKEN")
+	screen.waitFor("FX_TOKEN")
+	screen.press("\t")
+	screen.press(canary)
+	screen.waitFor(strings.Repeat("*", len(canary)))
+	screen.press("\x13") // ctrl+s stores
+	screen.waitFor("stored env.FX_TOKEN for fx (generation 1)")
+	if st := serverStatus(t, d, "fx"); st.Credentials != "stored" || st.CredentialGeneration != 1 {
+		t.Fatalf("after the form: credentials %q generation %d, want stored, 1", st.Credentials, st.CredentialGeneration)
+	}
+	screen.waitFor("r reconnects to use them")
+	screen.press("r")
+	screen.waitFor("fx connected")
+	if got := readEnvFile(t, envFile)["FX_TOKEN"]; got != canary {
+		t.Errorf("after reconnecting the server got FX_TOKEN=%q, want the value typed in the form", got)
+	}
+
+	// Blank: nothing is sent, the stored credentials stay.
+	screen.press("v")
+	screen.waitFor("Credentials are stored")
+	screen.press("\x13")
+	screen.waitFor("unchanged")
+	if st := serverStatus(t, d, "fx"); st.Credentials != "stored" || st.CredentialGeneration != 1 {
+		t.Errorf("after a blank form: credentials %q generation %d, want stored, 1", st.Credentials, st.CredentialGeneration)
+	}
+
+	screen.press("q")
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+	if strings.Contains(out, canary) {
+		t.Errorf("the credential value was written to the terminal")
+	}
+}

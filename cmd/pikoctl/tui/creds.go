@@ -259,7 +259,7 @@ func (m *model) secretStored(msg secretMsg) tea.Cmd {
 	r := msg.res
 	text := fmt.Sprintf("stored %s for %s (generation %d)", strings.Join(r.Fields, ", "), r.Server, r.Generation)
 	if r.ReconnectRequired {
-		text += "; it is connected with the old ones: r reconnects it"
+		text += "; r reconnects to use them"
 	}
 	if r.Warning != "" {
 		text += "; warning: " + r.Warning
