@@ -16,6 +16,7 @@ type keyMap struct {
 	Edit, Discard, Save                          key.Binding
 	CancelFlow                                   key.Binding
 	Credentials                                  key.Binding
+	Run                                          key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -44,6 +45,7 @@ func newKeyMap() keyMap {
 		Save:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "save")),
 		CancelFlow:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel sign-in")),
 		Credentials: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "credentials")),
+		Run:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "call it")),
 	}
 	for i, name := range paneNames {
 		n := string(rune('1' + i))

@@ -97,7 +97,20 @@ func Run(ctx context.Context, o Options) error {
 	quit := make(chan struct{})
 	var dropped sync.Mutex
 	lost := 0
+	// Progress of the console's own call: lossy (a newer one replaces
+	// what is dropped).
+	progress := make(chan contracts.ProgressParams, 16)
 	o.Client.OnNotification(func(method string, raw json.RawMessage) {
+		if method == contracts.NotifyMCPProgress {
+			var pp contracts.ProgressParams
+			if json.Unmarshal(raw, &pp) == nil {
+				select {
+				case progress <- pp:
+				default:
+				}
+			}
+			return
+		}
 		if method != contracts.NotifyMCPEvent {
 			return
 		}
@@ -125,6 +138,8 @@ func Run(ctx context.Context, o Options) error {
 				lost = 0
 				dropped.Unlock()
 				p.Send(eventMsg{ev: ev, droppedHere: n})
+			case pp := <-progress:
+				p.Send(progressMsg{p: pp})
 			case <-o.Client.Done():
 				p.Send(lostMsg{})
 				<-quit
@@ -203,8 +218,11 @@ type model struct {
 	problems []string
 	dryRun   *contracts.ConfigureResult
 
-	auth       *authState
-	creds      *credForm
+	auth  *authState
+	creds *credForm
+	run   *runState
+	// schemaTool is the tool the schema view shows (r calls it).
+	schemaTool contracts.CatalogTool
 	logLines   []string
 	logView    viewport.Model
 	logFollow  bool
@@ -264,6 +282,9 @@ func colorProfile(o Options) termenv.Profile {
 func (m *model) stopWaiting() {
 	if m.auth != nil && m.auth.cancel != nil {
 		m.auth.cancel()
+	}
+	if m.run != nil && m.run.cancel != nil {
+		m.run.cancel()
 	}
 }
 
@@ -810,6 +831,14 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.authed(msg)
 	case secretMsg:
 		return m, m.secretStored(msg)
+	case progressMsg:
+		if m.run != nil && m.run.running {
+			p := msg.p
+			m.run.progress = &p
+		}
+		return m, nil
+	case runDoneMsg:
+		return m, m.runDone(msg)
 	case approvedMsg:
 		if msg.err != nil {
 			m.setFlash(fmt.Sprintf("action %s: pikoctl mcp approve ended with %v (its output was shown above)", msg.id, msg.err), true)
@@ -922,6 +951,9 @@ func (m *model) appendLog(line string) {
 // key handles one key press.
 func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
+	if m.run != nil {
+		return m.runKey(msg)
+	}
 	if m.creds != nil {
 		return m.credKey(msg)
 	}
@@ -1162,6 +1194,10 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 			m.schema = nil
 			return nil
 		}
+		if key.Matches(msg, k.Run) {
+			m.run = m.newRun(m.schemaTool)
+			return textinput.Blink
+		}
 		vp, cmd := m.schema.Update(msg)
 		m.schema = &vp
 		return cmd
@@ -1188,7 +1224,7 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 			t := tools[m.catCursor]
 			vp := viewport.New(m.width, m.bodyHeight())
 			vp.SetContent(m.schemaText(t))
-			m.schema, m.schemaOf = &vp, t.Server+"/"+t.Name
+			m.schema, m.schemaOf, m.schemaTool = &vp, t.Server+"/"+t.Name, t
 		}
 	}
 	return nil

@@ -544,3 +544,42 @@ func TestCredentialForm(t *testing.T) {
 		t.Errorf("after storing: flash %q", m.flash)
 	}
 }
+
+func TestRunCallWithProgress(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	m.Update(catalogMsg{server: "fx", res: sampleCatalog()})
+	keys(m, "2", "enter", "r")
+	if m.run == nil || m.run.tool.Name != "echo" {
+		t.Fatal("r in the schema view did not open the call view for echo")
+	}
+	// Not an object: refused in place, nothing called.
+	m.run.args.SetValue(`["x"]`)
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter}); cmd != nil || !strings.Contains(m.flash, "not one JSON object") || m.run.running {
+		t.Errorf("array arguments: cmd %v, flash %q", cmd != nil, m.flash)
+	}
+	m.run.args.SetValue(`{"message":"hi"}`)
+	golden(t, m, "call_args")
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter}); cmd == nil || !m.run.running {
+		t.Fatal("enter with an object did not start the call")
+	}
+	m.Update(progressMsg{p: contracts.ProgressParams{Server: "fx", Tool: "echo", Progress: 3, Total: 10, Message: "step 3"}})
+	s := golden(t, m, "call_running")
+	if !strings.Contains(s, "] 3/10") || !strings.Contains(s, "step 3") || !strings.Contains(s, "x cancel the call") {
+		t.Errorf("the running call should show its progress:\n%s", s)
+	}
+	keys(m, "x")
+	if !m.run.cancelled || !strings.Contains(m.View(), "cancelling") {
+		t.Error("x did not cancel the running call")
+	}
+	m.Update(runDoneMsg{res: contracts.CallResult{Status: contracts.CallCompleted, Server: "fx", Tool: "echo",
+		Content: json.RawMessage(`[{"type":"text","text":"hi"}]`), ReceiptID: "rcpt_01", ReceiptKind: contracts.ReceiptRead}})
+	s = golden(t, m, "call_done")
+	if !strings.Contains(s, "status: completed · receipt rcpt_01") || !strings.Contains(s, "\nhi") {
+		t.Errorf("the finished call should show its status, receipt and content:\n%s", s)
+	}
+	keys(m, "esc")
+	if m.run != nil {
+		t.Error("esc did not close the finished call")
+	}
+}

@@ -124,6 +124,9 @@ func (m *model) body() []string {
 	if m.auth != nil {
 		return m.authBody()
 	}
+	if m.run != nil {
+		return m.runBody()
+	}
 	if m.creds != nil {
 		return m.credBody()
 	}
@@ -684,6 +687,20 @@ func (m *model) paneKeys() []key.Binding {
 		}
 		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop waiting")), k.CancelFlow}
 	}
+	if r := m.run; r != nil {
+		switch {
+		case r.running && !r.cancelled:
+			return []key.Binding{key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel the call"))}
+		case r.running:
+			return nil
+		case r.res != nil || r.err != "":
+			return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc/enter", "close"))}
+		}
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "call")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	}
 	if m.creds != nil {
 		return []key.Binding{
 			key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab/↓", "next field")),
@@ -704,7 +721,7 @@ func (m *model) paneKeys() []key.Binding {
 		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), withHelp(k.Open, "tools")}
 	case paneCatalog:
 		if m.schema != nil {
-			return []key.Binding{k.Back, k.Up, k.Down}
+			return []key.Binding{k.Back, k.Run, k.Up, k.Down}
 		}
 		return []key.Binding{k.Search, withHelp(k.Open, "schema"), withHelp(k.Back, "clear filter")}
 	case paneActions:
@@ -746,7 +763,7 @@ func (m *model) helpLines() []string {
 		}
 		return m.st.help.Render(strings.Join(parts, "  "))
 	}
-	if m.searching || m.creds != nil {
+	if m.searching || m.creds != nil || m.run != nil {
 		// Every other key is text for the search or the form.
 		return []string{render(m.paneKeys())}
 	}
