@@ -393,3 +393,43 @@ func TestTUICredentials(t *testing.T) {
 		t.Errorf("the credential value was written to the terminal")
 	}
 }
+
+// TestTUICall calls a tool from the console: found by search, its page
+// opened, arguments typed as JSON; the server's progress is shown while it
+// runs, then the outcome with its receipt.
+func TestTUICall(t *testing.T) {
+	t.Parallel()
+	d := callsDaemon(t)
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("connected")
+	screen.press("2")
+	screen.waitFor("tools · every connected server")
+	screen.press("/")
+	screen.waitFor("name or description")
+	screen.press("sleeps milliseconds")
+	screen.waitFor("fx/sleep")
+	screen.press("\r")
+	screen.press("\r")
+	screen.waitFor("r call it")
+	screen.press("r")
+	screen.waitFor("arguments: {}")
+	screen.press("\x7f\x7f")
+	screen.press(`{"ms":1500}`)
+	screen.waitFor(`{"ms":1500}`)
+	screen.press("\r")
+	screen.waitFor("/1500")
+	screen.waitFor("status: completed · receipt ")
+	screen.press("\x1b")
+	screen.waitFor("r call it")
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
