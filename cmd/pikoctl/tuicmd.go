@@ -20,8 +20,9 @@ func (a *app) newTUICmd() *cobra.Command {
 		Short: "Open the owner's console: servers, catalog, actions, settings and events, live",
 		Long: `tui opens a full-screen console on pikod: the servers with their state,
 protocol, tool count and last error (connect, disconnect, reconnect, OAuth
-sign-in), every connected server's tools with ranked search (BM25, as
-'pikoctl mcp search') and a schema view, prepared actions with review,
+sign-in, credentials entered in a masked form), every connected server's
+tools with ranked search (BM25, as 'pikoctl mcp search'), a schema view and
+calls with their progress, prepared actions with review,
 approve and reject, the settings (edited as strict JSON in $VISUAL or
 $EDITOR, checked, and saved with the revision check), a log of events
 (extensions.mcp.watch), and the requests servers send you (elicitation,
