@@ -1016,7 +1016,11 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Prev):
 		return m.setPane((m.pane + len(paneNames) - 1) % len(paneNames))
 	case key.Matches(msg, k.Refresh):
-		return tea.Batch(m.loadStatus(), m.loadActions(), m.loadSettings(), m.loadCatalogs())
+		cmds := []tea.Cmd{m.loadStatus(), m.loadActions(), m.loadSettings(), m.loadCatalogs(), m.loadRequests()}
+		if q := strings.TrimSpace(m.search.Value()); q != "" {
+			cmds = append(cmds, m.runSearch(q))
+		}
+		return tea.Batch(cmds...)
 	}
 	for i, b := range k.Pane {
 		if key.Matches(msg, b) {

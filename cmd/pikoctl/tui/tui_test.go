@@ -413,10 +413,14 @@ func TestRequestsPane(t *testing.T) {
 	if !strings.Contains(s, "6 requests(1)") || !strings.Contains(s, "what is your name?") {
 		t.Errorf("the requests pane should count the pending request and list its message:\n%s", s)
 	}
-	// A request event reads the list again.
-	_, cmd := m.Update(eventMsg{ev: contracts.EventParams{Kind: contracts.EventRequest, Server: "fx", Data: json.RawMessage(`{"id":"req_03","state":"pending"}`)}})
+	// A request event reads the list again, and is logged readably.
+	_, cmd := m.Update(eventMsg{ev: contracts.EventParams{Kind: contracts.EventRequest, Server: "fx", Time: "2026-12-01T18:01:02Z",
+		Data: json.RawMessage(`{"id":"req_03","method":"elicitation/create","state":"pending","message":"your email?"}`)}})
 	if cmd == nil {
 		t.Error("a request event did not read the requests again")
+	}
+	if l := m.logLines[len(m.logLines)-1]; !strings.Contains(l, "pending elicitation/create req_03: your email? · 6 answers it") {
+		t.Errorf("the request event's log line: %q", l)
 	}
 	// Enter reads the request whole; a hands the terminal to respond, x to
 	// respond --decline.

@@ -657,6 +657,20 @@ func eventLine(ev contracts.EventParams) string {
 				what += " (incomplete: " + d.Problem + ")"
 			}
 		}
+	case contracts.EventRequest:
+		var d contracts.RequestEventData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			what = d.State + " " + d.Method + " " + d.ID
+			if d.Message != "" {
+				what += ": " + d.Message
+			}
+			if d.Reason != "" {
+				what += " (" + d.Reason + ")"
+			}
+			if d.State == contracts.RequestPending {
+				what += " · 6 answers it"
+			}
+		}
 	case contracts.EventLog:
 		var e contracts.LogEntry
 		if json.Unmarshal(ev.Data, &e) == nil {
