@@ -384,13 +384,32 @@ func TestTUICredentials(t *testing.T) {
 		t.Errorf("after a blank form: credentials %q generation %d, want stored, 1", st.Credentials, st.CredentialGeneration)
 	}
 
+	// Replacing stored credentials asks to store again first.
+	canary2 := newCanary(t, true)
+	screen.press("v")
+	screen.waitFor("Credentials are stored")
+	screen.press("FX_TOKEN")
+	screen.waitFor("FX_TOKEN")
+	screen.press("\t")
+	screen.press(canary2)
+	screen.waitFor(strings.Repeat("*", len(canary2)))
+	screen.press("\x13")
+	screen.waitFor("store again to confirm")
+	if st := serverStatus(t, d, "fx"); st.CredentialGeneration != 1 {
+		t.Fatalf("the first store over stored credentials sent them: generation %d", st.CredentialGeneration)
+	}
+	screen.press("\x13")
+	screen.waitFor("stored env.FX_TOKEN for fx (generation 2)")
+
 	screen.press("q")
 	out, code := p.wait(t)
 	if code != 0 {
 		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
 	}
-	if strings.Contains(out, canary) {
-		t.Errorf("the credential value was written to the terminal")
+	for _, c := range []string{canary, canary2} {
+		if strings.Contains(out, c) {
+			t.Errorf("a credential value was written to the terminal")
+		}
 	}
 }
 

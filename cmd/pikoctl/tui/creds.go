@@ -26,6 +26,9 @@ type credForm struct {
 	stored string
 	rows   []credRow
 	focus  int
+	// confirmed: the owner was told that storing replaces the stored
+	// credentials and asked to store again.
+	confirmed bool
 }
 
 // credRow is one field: kind is env, headers or oauthClientSecret (which
@@ -216,8 +219,12 @@ func (m *model) credKey(msg tea.KeyMsg) tea.Cmd {
 		return m.submitCreds()
 	}
 	in := f.at(f.focus)
+	before := in.Value()
 	var cmd tea.Cmd
 	*in, cmd = in.Update(msg)
+	if in.Value() != before {
+		f.confirmed = false
+	}
 	return cmd
 }
 
@@ -228,6 +235,12 @@ func (m *model) submitCreds() tea.Cmd {
 	creds, err := f.credentials()
 	if err != nil {
 		m.setFlash(err.Error(), true)
+		return nil
+	}
+	if creds != nil && f.stored == "stored" && !f.confirmed {
+		// extensions.secret replaces the whole set: say so once.
+		f.confirmed = true
+		m.setFlash("this replaces every stored credential of "+f.server+": store again to confirm", true)
 		return nil
 	}
 	m.creds = nil

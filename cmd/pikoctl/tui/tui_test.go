@@ -543,6 +543,15 @@ func TestCredentialForm(t *testing.T) {
 	if b, _ := json.Marshal(creds); string(b) != `{"oauthClientSecret":"client-secret-1"}` {
 		t.Errorf("credentials sent: %s", b)
 	}
+	// web has stored credentials: the first store says it replaces them
+	// all, the second sends.
+	m.creds.stored = "stored"
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS}); cmd != nil || m.creds == nil || !strings.Contains(m.flash, "replaces every stored credential of web") {
+		t.Errorf("storing over stored credentials: cmd %v, flash %q; want a confirmation first", cmd != nil, m.flash)
+	}
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS}); cmd == nil || m.creds != nil {
+		t.Errorf("the confirming store did not send")
+	}
 	m.Update(secretMsg{server: "web", res: contracts.SecretResult{Server: "web", Fields: []string{"oauthClientSecret"}, Generation: 2, ReconnectRequired: true}})
 	if !strings.Contains(m.flash, "stored oauthClientSecret for web (generation 2)") {
 		t.Errorf("after storing: flash %q", m.flash)
