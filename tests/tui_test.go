@@ -235,3 +235,220 @@ func (s *tuiScreen) waitFor(substr string) {
 		}
 	}
 }
+
+// TestTUIRequests answers server requests from the console: a 2026-07-28
+// tool asks for a name (input_required); the requests pane shows it as it
+// arrives, reads it whole, and a hands the terminal to pikoctl mcp
+// respond, where the owner types the answer and the same call completes
+// with it; a second request is declined with x (pikoctl mcp respond
+// --decline). The catalog search ranks tools with extensions.mcp.search.
+func TestTUIRequests(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--protocol", "modern", "--input-tools").with(
+		"protocol", map[string]string{"pin": modernVersion}, "readOnlyTools", []string{"ask"}, "elicitation", true)))
+	connectServer(t, d, "fx")
+
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("connected")
+
+	// Ranked search: the score and the server are on the screen.
+	screen.press("2")
+	screen.waitFor("tools · every connected server")
+	screen.press("/")
+	screen.waitFor("name or description")
+	screen.press("client")
+	screen.waitFor("(BM25)")
+	screen.waitFor("fx/ask")
+	screen.press("\x1b")
+	screen.waitFor("/ search")
+
+	screen.press("6")
+	screen.waitFor("no server requests")
+	call := ctlProgress(t, d, `{}`, "mcp", "call", "fx", "ask")
+	screen.mark()
+	screen.waitFor("what is your name?")
+	req := waitPending(t, d, "fx")
+	screen.press("\r")
+	screen.waitFor("the server asks:")
+	screen.press("a")
+	screen.waitFor("(a/d/c): ")
+	p.typeLine(t, "a")
+	screen.waitFor("name: ")
+	screen.mark()
+	p.typeLine(t, "Ada")
+	screen.waitFor("press Enter to return")
+	if out := screen.since(); !strings.Contains(out, "request "+req.ID+": answered") {
+		t.Errorf("pikoctl mcp respond did not report the answer:\n%s", out)
+	}
+	p.typeLine(t, "")
+	screen.waitFor("answered with pikoctl mcp respond")
+	if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "hello Ada") {
+		t.Fatalf("the call exited %d; stdout %q; want it completed with the answer typed in the console", code, call.stdout.String())
+	}
+	if st := requestState(t, d, req.ID); st.State != contracts.RequestAnswered {
+		t.Errorf("request %s is %s, want answered", req.ID, st.State)
+	}
+
+	// A second request, declined from the console.
+	screen.mark()
+	call = ctlProgress(t, d, `{}`, "mcp", "call", "fx", "ask")
+	var second contracts.ServerRequestInfo
+	poll(t, "a second pending request", func() bool {
+		var list contracts.RequestsResult
+		d.callInto(t, contracts.MethodMCPRequests, contracts.RequestsParams{Server: "fx", State: contracts.RequestPending}, &list)
+		if len(list.Requests) > 0 && list.Requests[0].ID != req.ID {
+			second = list.Requests[0]
+			return true
+		}
+		return false
+	}, func() string { return "" })
+	screen.waitFor("6 requests(1)")
+	screen.press("g")
+	screen.press("\r")
+	screen.waitFor(second.ID + " (pending)")
+	screen.press("x")
+	screen.waitFor("press Enter to return")
+	if out := screen.since(); !strings.Contains(out, "request "+second.ID+": declined") {
+		t.Errorf("pikoctl mcp respond --decline did not report the decline:\n%s", out)
+	}
+	p.typeLine(t, "")
+	screen.waitFor("answered with pikoctl mcp respond --decline")
+	if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "no name given (decline)") {
+		t.Errorf("the declined call exited %d; stdout %q; want the server told of the decline", code, call.stdout.String())
+	}
+	if st := requestState(t, d, second.ID); st.State != contracts.RequestDeclined {
+		t.Errorf("request %s is %s, want declined", second.ID, st.State)
+	}
+
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// TestTUICredentials enters a server's credentials in the console's
+// masked form: the value never reaches the screen, it is stored in the
+// vault (extensions.secret), and after a reconnect the server has it. A
+// form left blank sends nothing and keeps what is stored.
+func TestTUICredentials(t *testing.T) {
+	t.Parallel()
+	d := vaultDaemon(t)
+	envFile := filepath.Join(t.TempDir(), "fx.env")
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--env-file", envFile)))
+	connectServer(t, d, "fx")
+
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("credentials: none")
+
+	canary := newCanary(t, true)
+	screen.press("v")
+	screen.waitFor("Credentials of fx (stdio)")
+	screen.press("FX_TOKEN")
+	screen.waitFor("FX_TOKEN")
+	screen.press("\t")
+	screen.press(canary)
+	screen.waitFor(strings.Repeat("*", len(canary)))
+	screen.press("\x13") // ctrl+s stores
+	screen.waitFor("stored env.FX_TOKEN for fx (generation 1)")
+	if st := serverStatus(t, d, "fx"); st.Credentials != "stored" || st.CredentialGeneration != 1 {
+		t.Fatalf("after the form: credentials %q generation %d, want stored, 1", st.Credentials, st.CredentialGeneration)
+	}
+	screen.waitFor("r reconnects to use them")
+	screen.press("r")
+	screen.waitFor("fx connected")
+	if got := readEnvFile(t, envFile)["FX_TOKEN"]; got != canary {
+		t.Errorf("after reconnecting the server got FX_TOKEN=%q, want the value typed in the form", got)
+	}
+
+	// Blank: nothing is sent, the stored credentials stay.
+	screen.press("v")
+	screen.waitFor("Credentials are stored")
+	screen.press("\x13")
+	screen.waitFor("unchanged")
+	if st := serverStatus(t, d, "fx"); st.Credentials != "stored" || st.CredentialGeneration != 1 {
+		t.Errorf("after a blank form: credentials %q generation %d, want stored, 1", st.Credentials, st.CredentialGeneration)
+	}
+
+	// Replacing stored credentials asks to store again first.
+	canary2 := newCanary(t, true)
+	screen.press("v")
+	screen.waitFor("Credentials are stored")
+	screen.press("FX_TOKEN")
+	screen.waitFor("FX_TOKEN")
+	screen.press("\t")
+	screen.press(canary2)
+	screen.waitFor(strings.Repeat("*", len(canary2)))
+	screen.press("\x13")
+	screen.waitFor("store again to confirm")
+	if st := serverStatus(t, d, "fx"); st.CredentialGeneration != 1 {
+		t.Fatalf("the first store over stored credentials sent them: generation %d", st.CredentialGeneration)
+	}
+	screen.press("\x13")
+	screen.waitFor("stored env.FX_TOKEN for fx (generation 2)")
+
+	screen.press("q")
+	out, code := p.wait(t)
+	if code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+	for _, c := range []string{canary, canary2} {
+		if strings.Contains(out, c) {
+			t.Errorf("a credential value was written to the terminal")
+		}
+	}
+}
+
+// TestTUICall calls a tool from the console: found by search, its page
+// opened, arguments typed as JSON; the server's progress is shown while it
+// runs, then the outcome with its receipt.
+func TestTUICall(t *testing.T) {
+	t.Parallel()
+	d := callsDaemon(t)
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	screen := &tuiScreen{t: t, p: p}
+	screen.waitFor("connected")
+	screen.press("2")
+	screen.waitFor("tools · every connected server")
+	screen.press("/")
+	screen.waitFor("name or description")
+	screen.press("sleeps milliseconds")
+	screen.waitFor("fx/sleep")
+	screen.press("\r")
+	screen.press("\r")
+	screen.waitFor("r call it")
+	screen.press("r")
+	screen.waitFor("arguments: {}")
+	screen.press("\x7f\x7f")
+	screen.press(`{"ms":1500}`)
+	screen.waitFor(`{"ms":1500}`)
+	screen.press("\r")
+	screen.waitFor("/1500")
+	screen.waitFor("status: completed · receipt ")
+	screen.press("\x1b")
+	screen.waitFor("r call it")
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}

@@ -20,14 +20,18 @@ func (a *app) newTUICmd() *cobra.Command {
 		Short: "Open the owner's console: servers, catalog, actions, settings and events, live",
 		Long: `tui opens a full-screen console on pikod: the servers with their state,
 protocol, tool count and last error (connect, disconnect, reconnect, OAuth
-sign-in), every connected server's tools with search and a schema view,
-prepared actions with review, approve and reject, the settings (edited as
-strict JSON in $VISUAL or $EDITOR, checked, and saved with the revision
-check), and a log of events (extensions.mcp.watch).
+sign-in, credentials entered in a masked form), every connected server's
+tools with ranked search (BM25, as 'pikoctl mcp search'), a schema view and
+calls with their progress, prepared actions with review,
+approve and reject, the settings (edited as strict JSON in $VISUAL or
+$EDITOR, checked, and saved with the revision check), a log of events
+(extensions.mcp.watch), and the requests servers send you (elicitation,
+sampling), read whole and answered or declined.
 
 Approving hands the terminal to 'pikoctl mcp approve', which asks for the
 digest's last 6 characters (and the approval passphrase, when set) exactly
-as it does on its own. Press ? for every key. NO_COLOR turns colour off.`,
+as it does on its own; answering a request hands it to 'pikoctl mcp
+respond' (declining to 'pikoctl mcp respond --decline') the same way. Press ? for every key. NO_COLOR turns colour off.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !a.stdinIsTerminal() {
@@ -64,6 +68,15 @@ as it does on its own. Press ? for every key. NO_COLOR turns colour off.`,
 					ap := exec.Command(self, "--socket", socket, "mcp", "approve", id)
 					ap.Env = os.Environ()
 					return ap
+				},
+				Respond: func(id string, decline bool) *exec.Cmd {
+					args := []string{"--socket", socket, "mcp", "respond", id}
+					if decline {
+						args = append(args, "--decline")
+					}
+					rc := exec.Command(self, args...)
+					rc.Env = os.Environ()
+					return rc
 				},
 				Editor:  editor,
 				NoColor: a.getenv("NO_COLOR") != "",

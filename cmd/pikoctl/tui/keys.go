@@ -7,7 +7,7 @@ import "github.com/charmbracelet/bubbles/key"
 type keyMap struct {
 	Up, Down, Top, Bottom key.Binding
 	Next, Prev            key.Binding
-	Pane                  [5]key.Binding
+	Pane                  [6]key.Binding
 	Help, Quit, Refresh   key.Binding
 
 	Connect, Disconnect, Reconnect, SignIn, Open key.Binding
@@ -15,6 +15,8 @@ type keyMap struct {
 	Approve, Reject                              key.Binding
 	Edit, Discard, Save                          key.Binding
 	CancelFlow                                   key.Binding
+	Credentials                                  key.Binding
+	Run                                          key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -29,19 +31,21 @@ func newKeyMap() keyMap {
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		Refresh: key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "refresh")),
 
-		Connect:    key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "connect")),
-		Disconnect: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "disconnect")),
-		Reconnect:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reconnect")),
-		SignIn:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "OAuth sign-in")),
-		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
-		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
-		Back:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
-		Approve:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
-		Reject:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "reject")),
-		Edit:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit in $EDITOR")),
-		Discard:    key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "discard edits")),
-		Save:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "save")),
-		CancelFlow: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel sign-in")),
+		Connect:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "connect")),
+		Disconnect:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "disconnect")),
+		Reconnect:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reconnect")),
+		SignIn:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "OAuth sign-in")),
+		Open:        key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Search:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		Back:        key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+		Approve:     key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
+		Reject:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "reject")),
+		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit in $EDITOR")),
+		Discard:     key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "discard edits")),
+		Save:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "save")),
+		CancelFlow:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel sign-in")),
+		Credentials: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "credentials")),
+		Run:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "call it")),
 	}
 	for i, name := range paneNames {
 		n := string(rune('1' + i))

@@ -37,6 +37,11 @@ type Options struct {
 	// it the terminal; it asks for the digest's last characters and the
 	// passphrase itself.
 	Approve func(actionID string) *exec.Cmd
+	// Respond returns the command that answers one server request at this
+	// terminal: "pikoctl mcp respond ID" (with --decline when decline is
+	// set) for the same daemon. The TUI hands it the terminal; it asks the
+	// answer (and the passphrase) itself.
+	Respond func(requestID string, decline bool) *exec.Cmd
 	// Editor is the command line of the settings editor ($VISUAL or
 	// $EDITOR); empty means vi.
 	Editor string
@@ -54,9 +59,10 @@ const (
 	paneActions
 	paneSettings
 	paneLog
+	paneRequests
 )
 
-var paneNames = []string{"servers", "catalog", "actions", "settings", "log"}
+var paneNames = []string{"servers", "catalog", "actions", "settings", "log", "requests"}
 
 // callTimeout bounds every request but a connect, a sign-in wait and an
 // approval (those take as long as the server or the person needs).
@@ -91,7 +97,20 @@ func Run(ctx context.Context, o Options) error {
 	quit := make(chan struct{})
 	var dropped sync.Mutex
 	lost := 0
+	// Progress of the console's own call: lossy (a newer one replaces
+	// what is dropped).
+	progress := make(chan contracts.ProgressParams, 16)
 	o.Client.OnNotification(func(method string, raw json.RawMessage) {
+		if method == contracts.NotifyMCPProgress {
+			var pp contracts.ProgressParams
+			if json.Unmarshal(raw, &pp) == nil {
+				select {
+				case progress <- pp:
+				default:
+				}
+			}
+			return
+		}
 		if method != contracts.NotifyMCPEvent {
 			return
 		}
@@ -119,6 +138,8 @@ func Run(ctx context.Context, o Options) error {
 				lost = 0
 				dropped.Unlock()
 				p.Send(eventMsg{ev: ev, droppedHere: n})
+			case pp := <-progress:
+				p.Send(progressMsg{p: pp})
 			case <-o.Client.Done():
 				p.Send(lostMsg{})
 				<-quit
@@ -173,6 +194,19 @@ type model struct {
 	review     *contracts.ActionReview
 	reviewView *viewport.Model
 
+	requests    []contracts.ServerRequestInfo
+	reqCursor   int
+	reqErr      string
+	request     *contracts.ServerRequestInfo
+	requestView *viewport.Model
+
+	// hits are the ranked search results (extensions.mcp.search) for
+	// hitsFor, the query they answer; searchErr is why the last search
+	// failed.
+	hits      *contracts.SearchResult
+	hitsFor   string
+	searchErr string
+
 	settings     contracts.SettingsResult
 	settingsView viewport.Model
 	// draft is the owner's edited settings text while it is not saved; it
@@ -184,7 +218,11 @@ type model struct {
 	problems []string
 	dryRun   *contracts.ConfigureResult
 
-	auth       *authState
+	auth  *authState
+	creds *credForm
+	run   *runState
+	// schemaTool is the tool the schema view shows (r calls it).
+	schemaTool contracts.CatalogTool
 	logLines   []string
 	logView    viewport.Model
 	logFollow  bool
@@ -245,6 +283,9 @@ func (m *model) stopWaiting() {
 	if m.auth != nil && m.auth.cancel != nil {
 		m.auth.cancel()
 	}
+	if m.run != nil && m.run.cancel != nil {
+		m.run.cancel()
+	}
 }
 
 // Messages.
@@ -302,12 +343,34 @@ type (
 		ev          contracts.EventParams
 		droppedHere int
 	}
+	requestsMsg struct {
+		res contracts.RequestsResult
+		err error
+	}
+	// requestReadMsg: a request read whole; refresh marks a re-read of
+	// the one on screen (after an event), which must not reopen a view
+	// the owner closed meanwhile.
+	requestReadMsg struct {
+		res     contracts.ServerRequestInfo
+		refresh bool
+		err     error
+	}
+	respondedMsg struct {
+		id      string
+		decline bool
+		err     error
+	}
+	searchMsg struct {
+		query string
+		res   contracts.SearchResult
+		err   error
+	}
 	lostMsg struct{}
 	tickMsg struct{}
 )
 
 func (m *model) Init() tea.Cmd {
-	return tea.Batch(m.watch(), m.loadStatus(), m.loadSettings(), m.loadActions(), tick())
+	return tea.Batch(m.watch(), m.loadStatus(), m.loadSettings(), m.loadActions(), m.loadRequests(), tick())
 }
 
 func tick() tea.Cmd {
@@ -369,6 +432,33 @@ func (m *model) loadReview(id string) tea.Cmd {
 		var res contracts.ActionReview
 		err := m.call(contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &res)
 		return reviewMsg{res: res, err: err}
+	}
+}
+
+func (m *model) loadRequests() tea.Cmd {
+	return func() tea.Msg {
+		var res contracts.RequestsResult
+		err := m.call(contracts.MethodMCPRequests, contracts.RequestsParams{}, &res)
+		return requestsMsg{res: res, err: err}
+	}
+}
+
+func (m *model) loadRequest(id string, refresh bool) tea.Cmd {
+	return func() tea.Msg {
+		var res contracts.ServerRequestInfo
+		err := m.call(contracts.MethodMCPRequestsRead, contracts.RequestReadParams{RequestID: id}, &res)
+		return requestReadMsg{res: res, refresh: refresh, err: err}
+	}
+}
+
+// runSearch ranks the connected servers' tools against q
+// (extensions.mcp.search, BM25).
+func (m *model) runSearch(q string) tea.Cmd {
+	server := m.serverOnly
+	return func() tea.Msg {
+		var res contracts.SearchResult
+		err := m.call(contracts.MethodMCPSearch, contracts.SearchParams{Query: q, Limit: contracts.MaxSearchLimit, Server: server}, &res)
+		return searchMsg{query: q, res: res, err: err}
 	}
 }
 
@@ -479,6 +569,16 @@ func (m *model) approve(id string) tea.Cmd {
 	})
 }
 
+// respond hands the terminal to "pikoctl mcp respond ID" (--decline).
+func (m *model) respond(id string, decline bool) tea.Cmd {
+	if m.opts.Respond == nil {
+		return func() tea.Msg { return opMsg{err: errors.New("answering requests is not available here")} }
+	}
+	return tea.Exec(&pausedCmd{cmd: m.opts.Respond(id, decline), id: id}, func(err error) tea.Msg {
+		return respondedMsg{id: id, decline: decline, err: err}
+	})
+}
+
 // pausedCmd runs a command on the terminal the TUI released, then waits
 // for Enter so its output can be read before the TUI comes back.
 type pausedCmd struct {
@@ -567,6 +667,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if m.pane == paneActions {
 				cmds = append(cmds, m.loadActions())
 			}
+			if m.pane == paneRequests {
+				cmds = append(cmds, m.loadRequests())
+			}
 		}
 		return m, tea.Batch(cmds...)
 	case lostMsg:
@@ -616,7 +719,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			delete(m.catErr, msg.server)
 			m.catalogs[msg.server] = msg.res
 		}
-		m.catCursor = clamp(m.catCursor, len(m.tools()))
+		listed, _ := m.listed()
+		m.catCursor = clamp(m.catCursor, len(listed))
 		return m, nil
 	case actionsMsg:
 		if msg.err != nil {
@@ -636,6 +740,57 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		vp := viewport.New(m.width, m.bodyHeight())
 		vp.SetContent(m.reviewText(r))
 		m.reviewView = &vp
+		return m, nil
+	case requestsMsg:
+		if msg.err != nil {
+			m.reqErr = errText(msg.err)
+			return m, nil
+		}
+		m.requests, m.reqErr = msg.res.Requests, ""
+		m.reqCursor = clamp(m.reqCursor, len(m.requests))
+		return m, nil
+	case requestReadMsg:
+		if msg.refresh && (m.request == nil || m.request.ID != msg.res.ID) {
+			return m, nil // the view was closed or shows another request
+		}
+		if msg.err != nil {
+			m.setFlash("reading the request: "+errText(msg.err), true)
+			return m, nil
+		}
+		r := msg.res
+		if msg.refresh {
+			m.request = &r
+			m.requestView.SetContent(m.requestText(r))
+			return m, nil
+		}
+		m.request = &r
+		vp := viewport.New(m.width, m.bodyHeight()-2)
+		vp.SetContent(m.requestText(r))
+		m.requestView = &vp
+		return m, nil
+	case respondedMsg:
+		verb := "pikoctl mcp respond"
+		if msg.decline {
+			verb += " --decline"
+		}
+		if msg.err != nil {
+			m.setFlash(fmt.Sprintf("request %s: %s ended with %v (its output was shown above)", msg.id, verb, msg.err), true)
+		} else {
+			m.setFlash(fmt.Sprintf("request %s answered with %s (its output was shown above)", msg.id, verb), false)
+		}
+		m.request, m.requestView = nil, nil
+		return m, tea.Batch(m.loadRequests(), m.loadActions())
+	case searchMsg:
+		if msg.query != strings.TrimSpace(m.search.Value()) {
+			return m, nil // an answer to an older query
+		}
+		if msg.err != nil {
+			m.hits, m.hitsFor, m.searchErr = nil, msg.query, "searching: "+errText(msg.err)
+			return m, nil
+		}
+		res := msg.res
+		m.hits, m.hitsFor, m.searchErr = &res, msg.query, ""
+		m.catCursor = clamp(m.catCursor, len(res.Results))
 		return m, nil
 	case settingsMsg:
 		if msg.err != nil {
@@ -674,6 +829,16 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.loadStatus(), m.loadActions())
 	case authMsg:
 		return m, m.authed(msg)
+	case secretMsg:
+		return m, m.secretStored(msg)
+	case progressMsg:
+		if m.run != nil && m.run.running {
+			p := msg.p
+			m.run.progress = &p
+		}
+		return m, nil
+	case runDoneMsg:
+		return m, m.runDone(msg)
 	case approvedMsg:
 		if msg.err != nil {
 			m.setFlash(fmt.Sprintf("action %s: pikoctl mcp approve ended with %v (its output was shown above)", msg.id, msg.err), true)
@@ -762,7 +927,12 @@ func (m *model) event(msg eventMsg) tea.Cmd {
 	case contracts.EventCatalog:
 		return tea.Batch(m.loadStatus(), m.loadCatalog(ev.Server))
 	case contracts.EventRequest:
-		return m.loadActions()
+		cmds := []tea.Cmd{m.loadActions(), m.loadRequests()}
+		var d contracts.RequestEventData
+		if m.request != nil && json.Unmarshal(ev.Data, &d) == nil && d.ID == m.request.ID {
+			cmds = append(cmds, m.loadRequest(d.ID, true))
+		}
+		return tea.Batch(cmds...)
 	}
 	return nil
 }
@@ -781,6 +951,12 @@ func (m *model) appendLog(line string) {
 // key handles one key press.
 func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
+	if m.run != nil {
+		return m.runKey(msg)
+	}
+	if m.creds != nil {
+		return m.credKey(msg)
+	}
 	// Text entry takes every key but the ones that end it.
 	if m.searching {
 		switch msg.Type {
@@ -791,15 +967,21 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 		case tea.KeyEsc:
 			m.searching = false
 			m.search.Blur()
-			m.search.SetValue("")
-			m.catCursor = 0
+			m.clearSearch()
 			return nil
 		case tea.KeyCtrlC:
 			return tea.Quit
 		}
+		before := m.search.Value()
 		var cmd tea.Cmd
 		m.search, cmd = m.search.Update(msg)
-		m.catCursor = 0
+		if q := strings.TrimSpace(m.search.Value()); m.search.Value() != before && q != "" {
+			m.catCursor = 0
+			return tea.Batch(cmd, m.runSearch(q))
+		}
+		if strings.TrimSpace(m.search.Value()) == "" {
+			m.hits, m.hitsFor, m.searchErr = nil, "", ""
+		}
 		return cmd
 	}
 	if m.auth != nil {
@@ -834,7 +1016,11 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Prev):
 		return m.setPane((m.pane + len(paneNames) - 1) % len(paneNames))
 	case key.Matches(msg, k.Refresh):
-		return tea.Batch(m.loadStatus(), m.loadActions(), m.loadSettings(), m.loadCatalogs())
+		cmds := []tea.Cmd{m.loadStatus(), m.loadActions(), m.loadSettings(), m.loadCatalogs(), m.loadRequests()}
+		if q := strings.TrimSpace(m.search.Value()); q != "" {
+			cmds = append(cmds, m.runSearch(q))
+		}
+		return tea.Batch(cmds...)
 	}
 	for i, b := range k.Pane {
 		if key.Matches(msg, b) {
@@ -850,6 +1036,8 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.actionsKey(msg)
 	case paneSettings:
 		return m.settingsKey(msg)
+	case paneRequests:
+		return m.requestsKey(msg)
 	case paneLog:
 		switch {
 		case key.Matches(msg, k.Bottom):
@@ -873,6 +1061,8 @@ func (m *model) setPane(p int) tea.Cmd {
 	switch p {
 	case paneActions:
 		return m.loadActions()
+	case paneRequests:
+		return m.loadRequests()
 	case paneSettings:
 		if m.draft == nil {
 			return m.loadSettings()
@@ -924,18 +1114,21 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.auth = &authState{server: s.ID}
 		return m.authStart(s.ID)
+	case key.Matches(msg, k.Credentials):
+		m.creds = m.newCredForm(s)
+		m.setFlash("", false)
+		return textinput.Blink
 	case key.Matches(msg, k.Open):
 		m.serverOnly = s.ID
-		m.catCursor = 0
+		m.clearSearch()
 		return m.setPane(paneCatalog)
 	}
 	return nil
 }
 
-// tools is the catalog pane's list: every connected server's tools (or
-// one server's), filtered by the search text.
+// tools is every connected server's tools (or one server's), by server
+// and name.
 func (m *model) tools() []contracts.CatalogTool {
-	q := strings.ToLower(strings.TrimSpace(m.search.Value()))
 	servers := make([]string, 0, len(m.catalogs))
 	for id := range m.catalogs {
 		if m.serverOnly == "" || id == m.serverOnly {
@@ -946,27 +1139,56 @@ func (m *model) tools() []contracts.CatalogTool {
 	var out []contracts.CatalogTool
 	for _, id := range servers {
 		for _, t := range m.catalogs[id].Tools {
-			if q == "" || matches(t, q) {
-				if t.Server == "" {
-					t.Server = id
-				}
-				out = append(out, t)
+			if t.Server == "" {
+				t.Server = id
 			}
+			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// matches reports whether every word of q is in the tool's name, title,
-// description or server.
-func matches(t contracts.CatalogTool, q string) bool {
-	hay := strings.ToLower(strings.Join([]string{t.Name, t.OriginalName, t.Title, t.Description, t.Server}, " "))
-	for w := range strings.FieldsSeq(q) {
-		if !strings.Contains(hay, w) {
-			return false
+// listed is the catalog pane's list: every tool while the search is
+// empty, else the search's ranked hits with their BM25 scores (nil until
+// the answer to the current query arrives).
+func (m *model) listed() ([]contracts.CatalogTool, []float64) {
+	q := strings.TrimSpace(m.search.Value())
+	if q == "" {
+		return m.tools(), nil
+	}
+	if m.hits == nil || m.hitsFor != q {
+		return nil, nil
+	}
+	tools := make([]contracts.CatalogTool, 0, len(m.hits.Results))
+	scores := make([]float64, 0, len(m.hits.Results))
+	for _, h := range m.hits.Results {
+		tools = append(tools, m.hitTool(h))
+		scores = append(scores, h.Score)
+	}
+	return tools, scores
+}
+
+// hitTool is the catalog entry of a search hit (for its schema), or what
+// the hit itself says when the catalog was not read yet.
+func (m *model) hitTool(h contracts.SearchHit) contracts.CatalogTool {
+	for _, t := range m.catalogs[h.Server].Tools {
+		if t.Name == h.Name || (t.OriginalName == h.Tool && h.Tool != "") {
+			if t.Server == "" {
+				t.Server = h.Server
+			}
+			return t
 		}
 	}
-	return true
+	grant := h.Grant
+	return contracts.CatalogTool{Server: h.Server, Name: h.Name, OriginalName: h.Tool, Title: h.Title,
+		Description: h.Description, Grant: grant, Selected: grant != "not_selected"}
+}
+
+// clearSearch empties the search and its results.
+func (m *model) clearSearch() {
+	m.search.SetValue("")
+	m.hits, m.hitsFor, m.searchErr = nil, "", ""
+	m.catCursor = 0
 }
 
 func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
@@ -976,11 +1198,15 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 			m.schema = nil
 			return nil
 		}
+		if key.Matches(msg, k.Run) {
+			m.run = m.newRun(m.schemaTool)
+			return textinput.Blink
+		}
 		vp, cmd := m.schema.Update(msg)
 		m.schema = &vp
 		return cmd
 	}
-	tools := m.tools()
+	tools, _ := m.listed()
 	n := len(tools)
 	switch {
 	case key.Matches(msg, k.Up):
@@ -995,15 +1221,14 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 		m.searching = true
 		return m.search.Focus()
 	case key.Matches(msg, k.Back):
-		m.search.SetValue("")
+		m.clearSearch()
 		m.serverOnly = ""
-		m.catCursor = 0
 	case key.Matches(msg, k.Open):
 		if m.catCursor < n {
 			t := tools[m.catCursor]
 			vp := viewport.New(m.width, m.bodyHeight())
 			vp.SetContent(m.schemaText(t))
-			m.schema, m.schemaOf = &vp, t.Server+"/"+t.Name
+			m.schema, m.schemaOf, m.schemaTool = &vp, t.Server+"/"+t.Name, t
 		}
 	}
 	return nil
@@ -1050,6 +1275,47 @@ func (m *model) actionsKey(msg tea.KeyMsg) tea.Cmd {
 		// approving sends.
 		if m.actCursor < n {
 			return m.loadReview(m.actions[m.actCursor].ID)
+		}
+	}
+	return nil
+}
+
+// requestsKey: the list of server requests, and one request read whole.
+// Answering and declining hand the terminal to pikoctl mcp respond, which
+// applies the daemon's terminal checks and the approval passphrase.
+func (m *model) requestsKey(msg tea.KeyMsg) tea.Cmd {
+	k := m.keys
+	if m.request != nil {
+		r := *m.request
+		switch {
+		case key.Matches(msg, k.Back):
+			m.request, m.requestView = nil, nil
+			return nil
+		case key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
+			if r.State != contracts.RequestPending {
+				m.setFlash(fmt.Sprintf("request %s is %s and cannot be answered again", r.ID, r.State), true)
+				return nil
+			}
+			return m.respond(r.ID, key.Matches(msg, k.Reject))
+		}
+		vp, cmd := m.requestView.Update(msg)
+		m.requestView = &vp
+		return cmd
+	}
+	n := len(m.requests)
+	switch {
+	case key.Matches(msg, k.Up):
+		m.reqCursor = clamp(m.reqCursor-1, n)
+	case key.Matches(msg, k.Down):
+		m.reqCursor = clamp(m.reqCursor+1, n)
+	case key.Matches(msg, k.Top):
+		m.reqCursor = 0
+	case key.Matches(msg, k.Bottom):
+		m.reqCursor = clamp(n-1, n)
+	case key.Matches(msg, k.Open), key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
+		// Every answer starts from the request read whole.
+		if m.reqCursor < n {
+			return m.loadRequest(m.requests[m.reqCursor].ID, false)
 		}
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -158,12 +160,35 @@ func TestCatalogSearchAndSchema(t *testing.T) {
 	keys(m, "2")
 	golden(t, m, "catalog")
 	keys(m, "/")
-	typeText(m, "nonce")
-	s := golden(t, m, "catalog_search")
-	if !strings.Contains(s, "fx/count") || strings.Contains(s, "fx/echo") {
-		t.Errorf("searching nonce should list count only:\n%s", s)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
+	if cmd == nil {
+		t.Fatal("typing a query started no search")
 	}
-	keys(m, "enter", "esc")
+	typeText(m, "once")
+	if s := m.View(); !strings.Contains(s, "searching...") {
+		t.Errorf("before the search answers the pane should say so:\n%s", s)
+	}
+	// An answer to an older query is ignored; the current one is shown
+	// ranked, with score and server.
+	m.Update(searchMsg{query: "non", res: contracts.SearchResult{Query: "non", Results: []contracts.SearchHit{
+		{Server: "fx", Tool: "echo", Name: "mcp_fx_echo", Grant: "read", Score: 9}}}})
+	m.Update(searchMsg{query: "nonce", res: contracts.SearchResult{Query: "nonce", Searched: []string{"fx"}, NotSearched: []string{"web"},
+		Results: []contracts.SearchHit{
+			{Server: "fx", Tool: "count", Name: "mcp_fx_count", Description: "Count a nonce in the call log.", Grant: "approval", Score: 1.234},
+			{Server: "fx", Tool: "sleep", Name: "mcp_fx_sleep", Title: "Sleep a while", Grant: "not_selected", Score: 0.5},
+		}}})
+	s := golden(t, m, "catalog_search")
+	if !strings.Contains(s, " 1.234 fx/count") || !strings.Contains(s, " 0.500 fx/sleep") || strings.Contains(s, "fx/echo") {
+		t.Errorf("searching nonce should list count then sleep with their scores:\n%s", s)
+	}
+	if !strings.Contains(s, "not connected: web") {
+		t.Errorf("the search should name the servers it could not search:\n%s", s)
+	}
+	keys(m, "enter", "enter")
+	if m.schema == nil || m.schemaOf != "fx/count" {
+		t.Errorf("enter on the first hit should show count's schema, shows %q", m.schemaOf)
+	}
+	keys(m, "esc", "esc")
 	if got := len(m.tools()); got != 3 {
 		t.Errorf("esc cleared the search but %d tools are listed, want 3", got)
 	}
@@ -364,5 +389,210 @@ func TestNoColor(t *testing.T) {
 	m.st = newStyles(termenv.ANSI256)
 	if s := m.View(); !strings.Contains(s, "\x1b[") {
 		t.Errorf("the colour screen has no colour: %q", s)
+	}
+}
+
+func sampleRequests() []contracts.ServerRequestInfo {
+	return []contracts.ServerRequestInfo{
+		{ID: "req_02", Server: "fx", Method: "elicitation/create", Kind: contracts.RequestKindElicitation, Mode: contracts.ElicitForm,
+			State: contracts.RequestPending, Message: "what is your name?", Tool: "ask", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:10:00Z"},
+		{ID: "req_01", Server: "ev", Method: "sampling/createMessage", Kind: contracts.RequestKindSampling,
+			State: contracts.RequestDeclined, Message: "write a haiku", CreatedAt: "2026-12-01T17:00:00Z", ExpiresAt: "2026-12-01T17:10:00Z"},
+	}
+}
+
+func TestRequestsPane(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	keys(m, "6")
+	if s := m.View(); !strings.Contains(s, "no server requests") {
+		t.Errorf("an empty requests pane should say what appears there:\n%s", s)
+	}
+	m.Update(requestsMsg{res: contracts.RequestsResult{Requests: sampleRequests()}})
+	s := golden(t, m, "requests")
+	if !strings.Contains(s, "6 requests(1)") || !strings.Contains(s, "what is your name?") {
+		t.Errorf("the requests pane should count the pending request and list its message:\n%s", s)
+	}
+	// A request event reads the list again, and is logged readably.
+	_, cmd := m.Update(eventMsg{ev: contracts.EventParams{Kind: contracts.EventRequest, Server: "fx", Time: "2026-12-01T18:01:02Z",
+		Data: json.RawMessage(`{"id":"req_03","method":"elicitation/create","state":"pending","message":"your email?"}`)}})
+	if cmd == nil {
+		t.Error("a request event did not read the requests again")
+	}
+	if l := m.logLines[len(m.logLines)-1]; !strings.Contains(l, "pending elicitation/create req_03: your email? · 6 answers it") {
+		t.Errorf("the request event's log line: %q", l)
+	}
+	// Enter reads the request whole; a hands the terminal to respond, x to
+	// respond --decline.
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if cmd == nil {
+		t.Fatal("enter on a request did not read it")
+	}
+	full := sampleRequests()[0]
+	full.Schema = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"your name"}},"required":["name"]}`)
+	m.Update(requestReadMsg{res: full})
+	s = golden(t, m, "request")
+	for _, want := range []string{"request:   req_02 (pending)", "the server asks:", "what is your name?", "name                 string       required your name", "a answer", "x decline"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the request view lacks %q:\n%s", want, s)
+		}
+	}
+	var got []string
+	m.opts.Respond = func(id string, decline bool) *exec.Cmd {
+		got = append(got, fmt.Sprintf("%s %v", id, decline))
+		return exec.Command("true")
+	}
+	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")}); cmd == nil {
+		t.Fatal("a on a pending request returned no command")
+	}
+	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")}); cmd == nil {
+		t.Fatal("x on a pending request returned no command")
+	}
+	if strings.Join(got, ",") != "req_02 false,req_02 true" {
+		t.Errorf("respond commands built: %q, want answer then decline of req_02", got)
+	}
+	m.Update(respondedMsg{id: "req_02"})
+	if m.request != nil || !strings.Contains(m.flash, "request req_02 answered") {
+		t.Errorf("after respond: view open %v, flash %q", m.request != nil, m.flash)
+	}
+	// The re-read an event started while respond ran does not reopen it.
+	answered := full
+	answered.State = contracts.RequestAnswered
+	m.Update(requestReadMsg{res: answered, refresh: true})
+	if m.request != nil {
+		t.Error("a late re-read reopened the request the owner had left")
+	}
+	// A decided request is not answered again.
+	keys(m, "down")
+	m.Update(requestReadMsg{res: sampleRequests()[1]})
+	keys(m, "a")
+	if !strings.Contains(m.flash, "is declined and cannot be answered again") {
+		t.Errorf("a on a declined request: flash %q", m.flash)
+	}
+}
+
+func TestCredentialForm(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	m.Update(settingsMsg{res: contracts.SettingsResult{Revision: 3, Settings: json.RawMessage(
+		`{"servers":[{"id":"fx","transport":"stdio","command":"/bin/fx"},{"id":"web","transport":"http","url":"https://web.example/mcp","oauth":{"clientId":"c1"}}]}`)}})
+	keys(m, "v")
+	if m.creds == nil || m.creds.server != "fx" {
+		t.Fatal("v on a server did not open its credential form")
+	}
+	// Every value blank: nothing is sent.
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
+	if cmd != nil || m.creds != nil || !strings.Contains(m.flash, "unchanged") {
+		t.Errorf("storing a blank form: cmd %v, form open %v, flash %q; want nothing sent", cmd != nil, m.creds != nil, m.flash)
+	}
+
+	keys(m, "v")
+	typeText(m, "API_TOKEN")
+	keys(m, "tab")
+	typeText(m, "s3cr3t-canary-value")
+	keys(m, "tab", "tab")
+	typeText(m, "lonely-value") // a value without a name
+	s := golden(t, m, "credentials")
+	if strings.Contains(s, "s3cr3t") || strings.Contains(s, "lonely") {
+		t.Fatalf("a credential value is on the screen:\n%s", s)
+	}
+	if !strings.Contains(s, "API_TOKEN") || !strings.Contains(s, strings.Repeat("*", len("s3cr3t-canary-value"))) {
+		t.Errorf("the form should show the name and a masked value:\n%s", s)
+	}
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyCtrlS})
+	if cmd != nil || m.creds == nil || !strings.Contains(m.flash, "row 2 has a value but no env name") || strings.Contains(m.flash, "lonely") {
+		t.Errorf("a value without a name: cmd %v, flash %q; want it refused in place", cmd != nil, m.flash)
+	}
+	m.Update(tea.KeyMsg{Type: tea.KeyShiftTab})
+	m.Update(tea.KeyMsg{Type: tea.KeyTab})
+	// Clear the lonely value: only the filled row is sent.
+	for range len("lonely-value") {
+		m.Update(tea.KeyMsg{Type: tea.KeyBackspace})
+	}
+	creds, err := m.creds.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(creds)
+	if string(b) != `{"env":{"API_TOKEN":"s3cr3t-canary-value"}}` {
+		t.Errorf("credentials sent: %s", b)
+	}
+	keys(m, "esc")
+	if m.creds != nil || !strings.Contains(m.flash, "nothing was sent") {
+		t.Errorf("esc: form open %v, flash %q", m.creds != nil, m.flash)
+	}
+
+	// An http server with oauth: header rows (Authorization first) and the
+	// client secret; blank header rows are left out.
+	keys(m, "down", "v")
+	if m.creds == nil || m.creds.server != "web" {
+		t.Fatal("v on web did not open its form")
+	}
+	s = golden(t, m, "credentials_http")
+	if !strings.Contains(s, "Authorization") || !strings.Contains(s, "client secret") {
+		t.Errorf("the http form should offer Authorization and the OAuth client secret:\n%s", s)
+	}
+	for range 4 {
+		m.Update(tea.KeyMsg{Type: tea.KeyTab})
+	}
+	typeText(m, "client-secret-1")
+	creds, err = m.creds.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(creds); string(b) != `{"oauthClientSecret":"client-secret-1"}` {
+		t.Errorf("credentials sent: %s", b)
+	}
+	// web has stored credentials: the first store says it replaces them
+	// all, the second sends.
+	m.creds.stored = "stored"
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS}); cmd != nil || m.creds == nil || !strings.Contains(m.flash, "replaces every stored credential of web") {
+		t.Errorf("storing over stored credentials: cmd %v, flash %q; want a confirmation first", cmd != nil, m.flash)
+	}
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS}); cmd == nil || m.creds != nil {
+		t.Errorf("the confirming store did not send")
+	}
+	m.Update(secretMsg{server: "web", res: contracts.SecretResult{Server: "web", Fields: []string{"oauthClientSecret"}, Generation: 2, ReconnectRequired: true}})
+	if !strings.Contains(m.flash, "stored oauthClientSecret for web (generation 2)") {
+		t.Errorf("after storing: flash %q", m.flash)
+	}
+}
+
+func TestRunCallWithProgress(t *testing.T) {
+	m := testModel(t)
+	m.Update(statusMsg{res: sampleStatus()})
+	m.Update(catalogMsg{server: "fx", res: sampleCatalog()})
+	keys(m, "2", "enter", "r")
+	if m.run == nil || m.run.tool.Name != "echo" {
+		t.Fatal("r in the schema view did not open the call view for echo")
+	}
+	// Not an object: refused in place, nothing called.
+	m.run.args.SetValue(`["x"]`)
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter}); cmd != nil || !strings.Contains(m.flash, "not one JSON object") || m.run.running {
+		t.Errorf("array arguments: cmd %v, flash %q", cmd != nil, m.flash)
+	}
+	m.run.args.SetValue(`{"message":"hi"}`)
+	golden(t, m, "call_args")
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter}); cmd == nil || !m.run.running {
+		t.Fatal("enter with an object did not start the call")
+	}
+	m.Update(progressMsg{p: contracts.ProgressParams{Server: "fx", Tool: "echo", Progress: 3, Total: 10, Message: "step 3"}})
+	s := golden(t, m, "call_running")
+	if !strings.Contains(s, "] 3/10") || !strings.Contains(s, "step 3") || !strings.Contains(s, "x cancel the call") {
+		t.Errorf("the running call should show its progress:\n%s", s)
+	}
+	keys(m, "x")
+	if !m.run.cancelled || !strings.Contains(m.View(), "cancelling") {
+		t.Error("x did not cancel the running call")
+	}
+	m.Update(runDoneMsg{res: contracts.CallResult{Status: contracts.CallCompleted, Server: "fx", Tool: "echo",
+		Content: json.RawMessage(`[{"type":"text","text":"hi"}]`), ReceiptID: "rcpt_01", ReceiptKind: contracts.ReceiptRead}})
+	s = golden(t, m, "call_done")
+	if !strings.Contains(s, "status: completed · receipt rcpt_01") || !strings.Contains(s, "\nhi") {
+		t.Errorf("the finished call should show its status, receipt and content:\n%s", s)
+	}
+	keys(m, "esc")
+	if m.run != nil {
+		t.Error("esc did not close the finished call")
 	}
 }

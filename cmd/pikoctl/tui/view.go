@@ -28,6 +28,9 @@ func (m *model) layout() {
 	if m.reviewView != nil {
 		m.reviewView.Width, m.reviewView.Height = m.width, h-2
 	}
+	if m.requestView != nil {
+		m.requestView.Width, m.requestView.Height = m.width, h-2
+	}
 	if m.logFollow {
 		m.logView.GotoBottom()
 	}
@@ -58,6 +61,11 @@ func (m *model) View() string {
 		label := fmt.Sprintf("%d %s", i+1, name)
 		if i == paneActions {
 			if n := m.prepared(); n > 0 {
+				label += fmt.Sprintf("(%d)", n)
+			}
+		}
+		if i == paneRequests {
+			if n := m.pendingRequests(); n > 0 {
 				label += fmt.Sprintf("(%d)", n)
 			}
 		}
@@ -101,10 +109,26 @@ func (m *model) prepared() int {
 	return n
 }
 
+func (m *model) pendingRequests() int {
+	n := 0
+	for _, r := range m.requests {
+		if r.State == contracts.RequestPending {
+			n++
+		}
+	}
+	return n
+}
+
 // body is the current pane's lines.
 func (m *model) body() []string {
 	if m.auth != nil {
 		return m.authBody()
+	}
+	if m.run != nil {
+		return m.runBody()
+	}
+	if m.creds != nil {
+		return m.credBody()
 	}
 	switch m.pane {
 	case paneServers:
@@ -122,6 +146,14 @@ func (m *model) body() []string {
 			}, strings.Split(m.reviewView.View(), "\n")...)
 		}
 		return m.actionsBody()
+	case paneRequests:
+		if m.requestView != nil {
+			return append([]string{
+				m.st.title.Render("Request · a: answer (pikoctl mcp respond asks you) · x: decline"),
+				"",
+			}, strings.Split(m.requestView.View(), "\n")...)
+		}
+		return m.requestsBody()
 	case paneSettings:
 		return strings.Split(m.settingsView.View(), "\n")
 	case paneLog:
@@ -221,7 +253,9 @@ func (m *model) serverDetail() []string {
 		add("pid", fmt.Sprint(s.PID))
 	}
 	add("since", s.ConnectedSince)
-	add("credentials", s.Credentials)
+	if s.Credentials != "" {
+		add("credentials", s.Credentials+" (v enters them, masked)")
+	}
 	if s.OAuth != nil {
 		v := s.OAuth.Grant
 		if s.OAuth.Pending != nil {
@@ -262,7 +296,8 @@ func (m *model) serverDetail() []string {
 }
 
 func (m *model) catalogBody() []string {
-	tools := m.tools()
+	tools, scores := m.listed()
+	q := strings.TrimSpace(m.search.Value())
 	var out []string
 	if m.searching || m.search.Value() != "" {
 		out = append(out, m.search.View())
@@ -272,17 +307,32 @@ func (m *model) catalogBody() []string {
 		scope = "server " + safe(m.serverOnly)
 	}
 	total := 0
-	for _, c := range m.catalogs {
-		total += len(c.Tools)
+	for id, c := range m.catalogs {
+		if m.serverOnly == "" || id == m.serverOnly {
+			total += len(c.Tools)
+		}
 	}
-	out = append(out, m.st.dim.Render(fmt.Sprintf("%d of %d tools · %s · enter shows the schema", len(tools), total, scope)))
+	switch {
+	case q == "":
+		out = append(out, m.st.dim.Render(fmt.Sprintf("%d tools · %s · / searches · enter shows the schema", total, scope)))
+	case m.searchErr != "" && m.hitsFor == q:
+		out = append(out, m.st.bad.Render(m.searchErr))
+	case scores == nil && len(tools) == 0 && (m.hits == nil || m.hitsFor != q):
+		out = append(out, m.st.dim.Render("searching..."))
+	default:
+		line := fmt.Sprintf("%d matches of %d tools (BM25) · %s", len(tools), total, scope)
+		if m.hits != nil && len(m.hits.NotSearched) > 0 {
+			line += " · not connected: " + strings.Join(m.hits.NotSearched, ", ")
+		}
+		out = append(out, m.st.dim.Render(safe(line)))
+	}
 	var errs []string
 	for id, e := range m.catErr {
 		errs = append(errs, m.st.bad.Render(id+": "+e))
 	}
 	sort.Strings(errs)
 	out = append(out, errs...)
-	if len(m.catalogs) == 0 && len(errs) == 0 {
+	if len(m.catalogs) == 0 && len(errs) == 0 && q == "" {
 		return append(out, "", "no connected server: connect one in the servers pane (1, then c)")
 	}
 	h := m.bodyHeight() - len(out)
@@ -301,7 +351,16 @@ func (m *model) catalogBody() []string {
 		if desc == "" {
 			desc = firstLine(t.Description)
 		}
-		line := fmt.Sprintf("%-*s %-10s %s", nameW, clipTo(safe(t.Server+"/"+t.Name), nameW), clipTo(safe(grant), 10), safe(desc))
+		name := t.OriginalName
+		if name == "" {
+			name = t.Name
+		}
+		var line string
+		if scores != nil {
+			line = fmt.Sprintf("%6.3f %-*s %-10s %s", scores[i], nameW-7, clipTo(safe(t.Server+"/"+name), nameW-7), clipTo(safe(grant), 10), safe(desc))
+		} else {
+			line = fmt.Sprintf("%-*s %-10s %s", nameW, clipTo(safe(t.Server+"/"+name), nameW), clipTo(safe(grant), 10), safe(desc))
+		}
 		out = append(out, m.mark(i == m.catCursor, line))
 	}
 	return out
@@ -450,6 +509,72 @@ func indentBlock(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+func (m *model) requestsBody() []string {
+	var out []string
+	if m.reqErr != "" {
+		out = append(out, m.st.bad.Render("listing requests: "+m.reqErr))
+	}
+	if len(m.requests) == 0 {
+		return append(out, "no server requests: questions (elicitation) and completions (sampling) that servers",
+			"ask you appear here while their calls wait")
+	}
+	out = append(out, m.st.dim.Render(fmt.Sprintf("  %-20s %-9s %-10s %-16s %s", "REQUEST", "STATE", "SERVER", "KIND", "MESSAGE")))
+	h := m.bodyHeight() - len(out)
+	start, end := window(m.reqCursor, len(m.requests), h)
+	for i := start; i < end; i++ {
+		r := m.requests[i]
+		kind := r.Kind
+		if r.Mode != "" {
+			kind += "/" + r.Mode
+		}
+		line := fmt.Sprintf("%-20s %-9s %-10s %-16s %s", clipTo(safe(r.ID), 20), safe(r.State), clipTo(safe(r.Server), 10),
+			clipTo(safe(kind), 16), safe(firstLine(r.Message)))
+		out = append(out, m.mark(i == m.reqCursor, line))
+	}
+	return out
+}
+
+// requestText is one server request read whole: who asks, what, and for
+// a form the fields pikoctl mcp respond will ask.
+func (m *model) requestText(r contracts.ServerRequestInfo) string {
+	var b strings.Builder
+	w := max(m.width-2, 20)
+	fmt.Fprintf(&b, "request:   %s (%s)\n", safe(r.ID), safe(r.State))
+	fmt.Fprintf(&b, "server:    %s\n", safe(r.Server))
+	kind := r.Kind
+	if r.Mode != "" {
+		kind += " (" + r.Mode + ")"
+	}
+	fmt.Fprintf(&b, "kind:      %s, %s\n", safe(kind), safe(r.Method))
+	if r.Tool != "" {
+		fmt.Fprintf(&b, "for call:  %s\n", safe(r.Tool))
+	}
+	fmt.Fprintf(&b, "created:   %s\n", safe(r.CreatedAt))
+	if r.ExpiresAt != "" {
+		fmt.Fprintf(&b, "expires:   %s\n", safe(r.ExpiresAt))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, "reason:    %s\n", safe(r.Reason))
+	}
+	if r.MaxTokens > 0 {
+		fmt.Fprintf(&b, "maxTokens: %d\n", r.MaxTokens)
+	}
+	if r.Message != "" {
+		fmt.Fprintf(&b, "\nthe server asks:\n%s\n", indentBlock(ansi.Wrap(safeLines(r.Message), w, " ")))
+	}
+	if r.URL != "" {
+		fmt.Fprintf(&b, "\nurl (pikod never opens it): %s\ndomain: %s\n", safe(r.URL), safe(r.Domain))
+	}
+	if len(r.Schema) > 0 && string(r.Schema) != "null" {
+		fmt.Fprintf(&b, "\nfields:\n%s", schemaProps(r.Schema))
+	}
+	if r.Proposal != "" {
+		fmt.Fprintf(&b, "\nproposed answer (from a local tool; sent only if you choose it):\n%s\n", indentBlock(safeLines(r.Proposal)))
+	}
+	b.WriteString("\nDo not enter credentials you would not give this server.\n")
+	return b.String()
+}
+
 func (m *model) actionsBody() []string {
 	if len(m.actions) == 0 {
 		return []string{"no actions: calls of tools that need your approval appear here"}
@@ -532,6 +657,20 @@ func eventLine(ev contracts.EventParams) string {
 				what += " (incomplete: " + d.Problem + ")"
 			}
 		}
+	case contracts.EventRequest:
+		var d contracts.RequestEventData
+		if json.Unmarshal(ev.Data, &d) == nil {
+			what = d.State + " " + d.Method + " " + d.ID
+			if d.Message != "" {
+				what += ": " + d.Message
+			}
+			if d.Reason != "" {
+				what += " (" + d.Reason + ")"
+			}
+			if d.State == contracts.RequestPending {
+				what += " · 6 answers it"
+			}
+		}
 	case contracts.EventLog:
 		var e contracts.LogEntry
 		if json.Unmarshal(ev.Data, &e) == nil {
@@ -562,6 +701,28 @@ func (m *model) paneKeys() []key.Binding {
 		}
 		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop waiting")), k.CancelFlow}
 	}
+	if r := m.run; r != nil {
+		switch {
+		case r.running && !r.cancelled:
+			return []key.Binding{key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel the call"))}
+		case r.running:
+			return nil
+		case r.res != nil || r.err != "":
+			return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc/enter", "close"))}
+		}
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "call")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	}
+	if m.creds != nil {
+		return []key.Binding{
+			key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab/↓", "next field")),
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "next, or store on the last")),
+			key.NewBinding(key.WithKeys("ctrl+s"), key.WithHelp("ctrl+s", "store")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}
+	}
 	if m.searching {
 		return []key.Binding{
 			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
@@ -574,7 +735,7 @@ func (m *model) paneKeys() []key.Binding {
 		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), withHelp(k.Open, "tools")}
 	case paneCatalog:
 		if m.schema != nil {
-			return []key.Binding{k.Back, k.Up, k.Down}
+			return []key.Binding{k.Back, k.Run, k.Up, k.Down}
 		}
 		return []key.Binding{k.Search, withHelp(k.Open, "schema"), withHelp(k.Back, "clear filter")}
 	case paneActions:
@@ -582,6 +743,11 @@ func (m *model) paneKeys() []key.Binding {
 			return []key.Binding{k.Approve, k.Reject, k.Back, k.Up, k.Down}
 		}
 		return []key.Binding{withHelp(k.Open, "review"), withHelp(k.Approve, "review to approve"), k.Up, k.Down}
+	case paneRequests:
+		if m.request != nil {
+			return []key.Binding{withHelp(k.Approve, "answer"), withHelp(k.Reject, "decline"), k.Back, k.Up, k.Down}
+		}
+		return []key.Binding{withHelp(k.Open, "read"), withHelp(k.Approve, "read to answer"), k.Up, k.Down}
 	case paneSettings:
 		keys := []key.Binding{k.Edit}
 		if m.dryRun != nil {
@@ -611,8 +777,8 @@ func (m *model) helpLines() []string {
 		}
 		return m.st.help.Render(strings.Join(parts, "  "))
 	}
-	if m.searching {
-		// Every other key is text for the search.
+	if m.searching || m.creds != nil || m.run != nil {
+		// Every other key is text for the search or the form.
 		return []string{render(m.paneKeys())}
 	}
 	if !m.showHelp {
@@ -620,9 +786,14 @@ func (m *model) helpLines() []string {
 	}
 	lines := []string{
 		render(m.paneKeys()),
-		render([]key.Binding{k.Up, k.Down, k.Top, k.Bottom}),
-		render([]key.Binding{withHelp(k.Pane[0], "servers"), withHelp(k.Pane[1], "catalog"), withHelp(k.Pane[2], "actions"), withHelp(k.Pane[3], "settings"), withHelp(k.Pane[4], "log")}),
-		render([]key.Binding{k.Next, k.Prev, k.Refresh, withHelp(k.Help, "less help"), k.Quit}),
 	}
+	if m.pane == paneServers && m.auth == nil {
+		lines = append(lines, render([]key.Binding{withHelp(k.Credentials, "enter the selected server's credentials (masked)")}))
+	}
+	lines = append(lines,
+		render([]key.Binding{k.Up, k.Down, k.Top, k.Bottom}),
+		render([]key.Binding{withHelp(k.Pane[0], "servers"), withHelp(k.Pane[1], "catalog"), withHelp(k.Pane[2], "actions"), withHelp(k.Pane[3], "settings"), withHelp(k.Pane[4], "log"), withHelp(k.Pane[5], "requests")}),
+		render([]key.Binding{k.Next, k.Prev, k.Refresh, withHelp(k.Help, "less help"), k.Quit}),
+	)
 	return lines
 }
