@@ -235,15 +235,17 @@ func TestCLIRPC(t *testing.T) {
 	}
 
 	t.Run("daemon error", func(t *testing.T) {
-		stdout, stderr, code := runCtl(t, d, "", "rpc", contracts.MethodMCPArtifact, "{}")
-		if code != 1 || !strings.HasPrefix(stderr, "pikoctl: ") || !strings.Contains(stderr, "not implemented") {
-			t.Errorf("rpc of a not-implemented method: exit %d stdout %q stderr %q, want exit 1 and %q", code, stdout, stderr, "pikoctl: ... not implemented")
+		// Every method is served now: the daemon's error here is a server
+		// nobody configured.
+		stdout, stderr, code := runCtl(t, d, "", "rpc", contracts.MethodMCPConnect, `{"server":"nope"}`)
+		if code != 1 || !strings.HasPrefix(stderr, "pikoctl: ") || !strings.Contains(stderr, `no server "nope"`) {
+			t.Errorf("rpc naming an unknown server: exit %d stdout %q stderr %q, want exit 1 and %q", code, stdout, stderr, `pikoctl: ... no server "nope" ...`)
 		}
 
-		stdout, _, code = runCtl(t, d, "", "--json", "rpc", contracts.MethodMCPArtifact, "{}")
+		stdout, _, code = runCtl(t, d, "", "--json", "rpc", contracts.MethodMCPConnect, `{"server":"nope"}`)
 		var e contracts.Error
-		if err := json.Unmarshal([]byte(stdout), &e); err != nil || code != 1 || e.Code != 1007 || e.Reason() != "not_implemented" {
-			t.Errorf("--json rpc error: exit %d stdout %q (%v), want exit 1 and the error object with code 1007", code, stdout, err)
+		if err := json.Unmarshal([]byte(stdout), &e); err != nil || code != 1 || e.Code != 1002 || e.Reason() != "unknown_server" {
+			t.Errorf("--json rpc error: exit %d stdout %q (%v), want exit 1 and the error object with code 1002, reason unknown_server", code, stdout, err)
 		}
 
 		_, stderr, code = runCtl(t, d, `{"extension":"mcp","settings":{"servers":[{"id":"x","transport":"stdio","command":"/bin/cat","maxBytes":3}]}}`, "rpc", contracts.MethodConfigure, "-")
