@@ -929,3 +929,25 @@ func TestFuzzSeedsExist(t *testing.T) {
 		}
 	}
 }
+
+// TestSameHost pins the "server's own host" rule that settings validation
+// and the sign-in flow's authorization endpoint check share.
+func TestSameHost(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"http://127.0.0.1:9001/authorize", "http://127.0.0.1:9000/mcp", true},
+		{"http://Auth.Example.COM/x", "https://auth.example.com:8443/mcp", true},
+		{"http://[::1]:1/a", "http://[0:0:0:0:0:0:0:1]:2/mcp", true},
+		{"http://localhost:9001", "http://127.0.0.1:9000/mcp", false},
+		{"http://10.0.0.5:9000", "http://10.0.0.6:9000/mcp", false},
+		{"http:///path", "http:///mcp", false},
+		{"://bad", "http://127.0.0.1/mcp", false},
+	}
+	for _, c := range cases {
+		if got := SameHost(c.a, c.b); got != c.want {
+			t.Errorf("SameHost(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

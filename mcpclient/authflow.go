@@ -256,7 +256,7 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 			"ask the server's operator to enable PKCE with S256")
 	}
 	if u, err := url.Parse(md.AuthorizationEndpoint); err == nil && strings.EqualFold(u.Scheme, "http") &&
-		!(cfg.AllowPrivateNetwork && sameHostname(md.AuthorizationEndpoint, cfg.URL)) {
+		!(cfg.AllowPrivateNetwork && contracts.SameHost(md.AuthorizationEndpoint, cfg.URL)) {
 		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_authorization_endpoint",
 			"the authorization endpoint of %q is plain http on another host than the server; pikod shows only https links (http only on the server's own host with allowPrivateNetwork)", cfg.ID)
 	}
@@ -336,19 +336,6 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 	return contracts.AuthResult{Server: cfg.ID, Status: contracts.AuthPending, GrantType: contracts.GrantAuthorizationCode, FlowID: f.id,
 		AuthorizationURL: link, RedirectURI: cb.RedirectURI(), ExpiresAt: f.expires.UTC().Format(time.RFC3339),
 		Issuer: md.Issuer, Resource: d.Resource, Scope: scope}, nil
-}
-
-// sameHostname reports whether two URLs name the same host, any port.
-func sameHostname(a, b string) bool {
-	ua, err := url.Parse(a)
-	if err != nil {
-		return false
-	}
-	ub, err := url.Parse(b)
-	if err != nil {
-		return false
-	}
-	return originOf(ua).host == originOf(ub).host
 }
 
 // browserClient chooses the client of an authorization-code flow, in the
