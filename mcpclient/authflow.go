@@ -141,32 +141,32 @@ func grantTypeOf(cfg *contracts.ServerSettings) string {
 	return cfg.OAuth.EffectiveGrantType()
 }
 
-// challengeFor returns the server's latest challenge; without one it makes
-// the tokenless first request (a connect) that yields one. nil means the
-// server accepted pikod as it is.
-func (s *Supervisor) challengeFor(ctx context.Context, sess *session) (*oauth.Challenge, error) {
+// challengeFor returns the server's OAuth environment and its latest
+// challenge; without one it makes the tokenless first request (a connect)
+// that yields one. A nil challenge means the server accepted pikod as it is.
+func (s *Supervisor) challengeFor(ctx context.Context, sess *session) (*oauthEnv, *oauth.Challenge, error) {
+	e, err := s.oauthEnv(&sess.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	a := s.auth(sess.cfg.ID)
 	a.mu.Lock()
 	ch := a.challenge
 	a.mu.Unlock()
 	if ch != nil {
-		return ch, nil
+		return e, ch, nil
 	}
 	if _, err := sess.connect(ctx); err != nil && !needsToken(err) {
-		return nil, err
+		return nil, nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.challenge, nil
+	return e, a.challenge, nil
 }
 
 func (s *Supervisor) authDiscover(ctx context.Context, sess *session) (contracts.AuthResult, error) {
 	cfg := &sess.cfg
-	e, err := s.oauthEnv(cfg)
-	if err != nil {
-		return contracts.AuthResult{}, err
-	}
-	ch, err := s.challengeFor(ctx, sess)
+	e, ch, err := s.challengeFor(ctx, sess)
 	if err != nil {
 		return contracts.AuthResult{}, err
 	}
@@ -189,11 +189,7 @@ func (s *Supervisor) oauthError(id, what string, err error) error {
 
 func (s *Supervisor) authStart(ctx context.Context, sess *session) (contracts.AuthResult, error) {
 	cfg := &sess.cfg
-	e, err := s.oauthEnv(cfg)
-	if err != nil {
-		return contracts.AuthResult{}, err
-	}
-	ch, err := s.challengeFor(ctx, sess)
+	e, ch, err := s.challengeFor(ctx, sess)
 	if err != nil {
 		return contracts.AuthResult{}, err
 	}
