@@ -111,17 +111,10 @@ result is retained (pikoctl mcp source SOURCE). The receipt and source go to
 stderr, so stdout holds only the contents.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
 			params := contracts.ResourceParams{Server: args[0], Op: contracts.ResourceOpRead, URI: args[1]}
-			if err := a.call(cmd.Context(), contracts.MethodMCPResource, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.ResourceReadResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.resource result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPResource, params, &res); printed || err != nil {
+				return err
 			}
 			var contents []contracts.ResourceContent
 			if err := json.Unmarshal(res.Contents, &contents); err != nil {
@@ -167,17 +160,10 @@ func (a *app) newPromptsCmd() *cobra.Command {
 		Short: "List a server's prompts and their arguments",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
 			params := contracts.PromptParams{Server: args[0], Op: contracts.PromptOpList}
-			if err := a.call(cmd.Context(), contracts.MethodMCPPrompt, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.PromptListResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.prompt result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPPrompt, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			if len(res.Prompts) == 0 {
@@ -275,16 +261,9 @@ declared arguments before anything is sent.`,
 					}
 				}
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPPrompt, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.PromptGetResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.prompt result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPPrompt, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			writePrompt(w, &res)
@@ -381,16 +360,9 @@ offer completion.`,
 			if len(ctxArgs) > 0 {
 				params.Arguments = ctxArgs
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPComplete, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.CompleteResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.complete result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPComplete, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			for _, v := range res.Values {

@@ -268,16 +268,9 @@ nothing: servers that are not connected are named at the end.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params := contracts.SearchParams{Query: strings.Join(args, " "), Limit: limit, Server: server}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPSearch, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.SearchResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.search result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPSearch, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			if len(res.Results) == 0 {
