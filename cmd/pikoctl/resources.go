@@ -206,17 +206,31 @@ func (a *app) newPromptsCmd() *cobra.Command {
 // parseArgs turns repeated --arg k=v into a map.
 func parseArgs(kvs []string) (map[string]string, error) {
 	out := map[string]string{}
+	if err := eachArg(kvs, func(k, v string) error { out[k] = v; return nil }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachArg calls f with the NAME and VALUE of each --arg NAME=VALUE, in
+// the order given; a pair without "=" or a NAME given twice is a usage
+// error.
+func eachArg(kvs []string, f func(k, v string) error) error {
+	seen := map[string]bool{}
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, usageErrorf("--arg %q: want NAME=VALUE", kv)
+			return usageErrorf("--arg %q: want NAME=VALUE", kv)
 		}
-		if _, dup := out[k]; dup {
-			return nil, usageErrorf("--arg %q: %q is given twice", kv, k)
+		if seen[k] {
+			return usageErrorf("--arg %q: %q is given twice", kv, k)
 		}
-		out[k] = v
+		seen[k] = true
+		if err := f(k, v); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func (a *app) newPromptCmd() *cobra.Command {
@@ -239,13 +253,9 @@ declared arguments before anything is sent.`,
 			params := contracts.PromptParams{Server: args[0], Op: contracts.PromptOpGet, Name: args[1]}
 			switch {
 			case len(kvs) > 0 || argsJSON != "":
-				m, err := parseArgs(kvs)
+				typed, err := typedArgs(kvs, nil) // no schema: every value stays a string
 				if err != nil {
 					return err
-				}
-				typed := make(map[string]any, len(m))
-				for k, v := range m {
-					typed[k] = v
 				}
 				if params.Arguments, err = mergeArgs(argsJSON, typed); err != nil {
 					return err

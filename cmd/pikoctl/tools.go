@@ -308,19 +308,16 @@ func typedArgs(kvs []string, schema json.RawMessage) (map[string]any, error) {
 	var s jsonSchema
 	_ = json.Unmarshal(schema, &s)
 	out := map[string]any{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("--arg %q: want NAME=VALUE", kv)
-		}
-		if _, dup := out[k]; dup {
-			return nil, usageErrorf("--arg %q: %q is given twice", kv, k)
-		}
+	err := eachArg(kvs, func(k, v string) error {
 		val, err := typedValue(v, s.Properties[k])
 		if err != nil {
-			return nil, usageErrorf("--arg %s: %v", k, err)
+			return usageErrorf("--arg %s: %v", k, err)
 		}
 		out[k] = val
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
