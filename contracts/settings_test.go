@@ -83,6 +83,17 @@ func local(m tree) tree      { return srv(m, 0) }
 func remote(m tree) tree     { return srv(m, 1) }
 func oauth(m tree) tree      { return remote(m)["oauth"].(tree) }
 
+// withGrant sets the remote server's oauth.grantType to a grant without a
+// browser and drops the fields only authorization_code takes; it returns
+// the oauth object.
+func withGrant(m tree, grant string) tree {
+	o := oauth(m)
+	o["grantType"] = grant
+	delete(o, "callbackPort")
+	delete(o, "clientMetadataUrl")
+	return o
+}
+
 func problemsOf(t *testing.T, err error) Problems {
 	t.Helper()
 	if err == nil {
@@ -260,9 +271,7 @@ func TestParseProblems(t *testing.T) {
 			oauth(m)["issuer"] = "http://localhost:9001"
 		}, server: "remote", field: "oauth.issuer", msg: "own host"},
 		{name: "oauth grantType cross_app_access needs idpTokenEndpoint", edit: func(m tree) {
-			oauth(m)["grantType"] = "cross_app_access"
-			delete(oauth(m), "callbackPort")
-			delete(oauth(m), "clientMetadataUrl")
+			withGrant(m, "cross_app_access")
 		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "identity provider"},
 		{name: "oauth idpTokenEndpoint without cross_app_access", edit: func(m tree) {
 			oauth(m)["idpTokenEndpoint"] = "https://idp.example.com/token"
@@ -271,10 +280,7 @@ func TestParseProblems(t *testing.T) {
 			oauth(m)["idpClientId"] = "idp-client"
 		}, server: "remote", field: "oauth.idpClientId", msg: "cross_app_access"},
 		{name: "oauth idpTokenEndpoint http", edit: func(m tree) {
-			oauth(m)["grantType"] = "cross_app_access"
-			delete(oauth(m), "callbackPort")
-			delete(oauth(m), "clientMetadataUrl")
-			oauth(m)["idpTokenEndpoint"] = "http://idp.example.com/token"
+			withGrant(m, "cross_app_access")["idpTokenEndpoint"] = "http://idp.example.com/token"
 		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "https"},
 		{name: "oauth client_credentials callbackPort", edit: func(m tree) {
 			oauth(m)["grantType"] = "client_credentials"
@@ -288,10 +294,7 @@ func TestParseProblems(t *testing.T) {
 			oauth(m)["tokenEndpointAuthMethod"] = "tls_client_auth"
 		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "private_key_jwt"},
 		{name: "oauth tokenEndpointAuthMethod none for client_credentials", edit: func(m tree) {
-			oauth(m)["grantType"] = "client_credentials"
-			delete(oauth(m), "callbackPort")
-			delete(oauth(m), "clientMetadataUrl")
-			oauth(m)["tokenEndpointAuthMethod"] = "none"
+			withGrant(m, "client_credentials")["tokenEndpointAuthMethod"] = "none"
 		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "client authentication"},
 		{name: "oauth tokenEndpointAuthMethod without clientId", edit: func(m tree) {
 			remote(m)["oauth"] = tree{"tokenEndpointAuthMethod": "client_secret_post"}
