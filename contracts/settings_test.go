@@ -83,6 +83,17 @@ func local(m tree) tree      { return srv(m, 0) }
 func remote(m tree) tree     { return srv(m, 1) }
 func oauth(m tree) tree      { return remote(m)["oauth"].(tree) }
 
+// withGrant sets the remote server's oauth.grantType to a grant without a
+// browser and drops the fields only authorization_code takes; it returns
+// the oauth object.
+func withGrant(m tree, grant string) tree {
+	o := oauth(m)
+	o["grantType"] = grant
+	delete(o, "callbackPort")
+	delete(o, "clientMetadataUrl")
+	return o
+}
+
 func problemsOf(t *testing.T, err error) Problems {
 	t.Helper()
 	if err == nil {
@@ -260,9 +271,7 @@ func TestParseProblems(t *testing.T) {
 			oauth(m)["issuer"] = "http://localhost:9001"
 		}, server: "remote", field: "oauth.issuer", msg: "own host"},
 		{name: "oauth grantType cross_app_access needs idpTokenEndpoint", edit: func(m tree) {
-			oauth(m)["grantType"] = "cross_app_access"
-			delete(oauth(m), "callbackPort")
-			delete(oauth(m), "clientMetadataUrl")
+			withGrant(m, "cross_app_access")
 		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "identity provider"},
 		{name: "oauth idpTokenEndpoint without cross_app_access", edit: func(m tree) {
 			oauth(m)["idpTokenEndpoint"] = "https://idp.example.com/token"
@@ -271,10 +280,7 @@ func TestParseProblems(t *testing.T) {
 			oauth(m)["idpClientId"] = "idp-client"
 		}, server: "remote", field: "oauth.idpClientId", msg: "cross_app_access"},
 		{name: "oauth idpTokenEndpoint http", edit: func(m tree) {
-			oauth(m)["grantType"] = "cross_app_access"
-			delete(oauth(m), "callbackPort")
-			delete(oauth(m), "clientMetadataUrl")
-			oauth(m)["idpTokenEndpoint"] = "http://idp.example.com/token"
+			withGrant(m, "cross_app_access")["idpTokenEndpoint"] = "http://idp.example.com/token"
 		}, server: "remote", field: "oauth.idpTokenEndpoint", msg: "https"},
 		{name: "oauth client_credentials callbackPort", edit: func(m tree) {
 			oauth(m)["grantType"] = "client_credentials"
@@ -288,10 +294,7 @@ func TestParseProblems(t *testing.T) {
 			oauth(m)["tokenEndpointAuthMethod"] = "tls_client_auth"
 		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "private_key_jwt"},
 		{name: "oauth tokenEndpointAuthMethod none for client_credentials", edit: func(m tree) {
-			oauth(m)["grantType"] = "client_credentials"
-			delete(oauth(m), "callbackPort")
-			delete(oauth(m), "clientMetadataUrl")
-			oauth(m)["tokenEndpointAuthMethod"] = "none"
+			withGrant(m, "client_credentials")["tokenEndpointAuthMethod"] = "none"
 		}, server: "remote", field: "oauth.tokenEndpointAuthMethod", msg: "client authentication"},
 		{name: "oauth tokenEndpointAuthMethod without clientId", edit: func(m tree) {
 			remote(m)["oauth"] = tree{"tokenEndpointAuthMethod": "client_secret_post"}
@@ -926,6 +929,28 @@ func TestFuzzSeedsExist(t *testing.T) {
 		data, err := os.ReadFile(p)
 		if err != nil || !bytes.HasPrefix(data, []byte("go test fuzz v1\n")) {
 			t.Errorf("seed %s is not a go fuzz corpus file: %v", p, err)
+		}
+	}
+}
+
+// TestSameHost pins the "server's own host" rule that settings validation
+// and the sign-in flow's authorization endpoint check share.
+func TestSameHost(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"http://127.0.0.1:9001/authorize", "http://127.0.0.1:9000/mcp", true},
+		{"http://Auth.Example.COM/x", "https://auth.example.com:8443/mcp", true},
+		{"http://[::1]:1/a", "http://[0:0:0:0:0:0:0:1]:2/mcp", true},
+		{"http://localhost:9001", "http://127.0.0.1:9000/mcp", false},
+		{"http://10.0.0.5:9000", "http://10.0.0.6:9000/mcp", false},
+		{"http:///path", "http:///mcp", false},
+		{"://bad", "http://127.0.0.1/mcp", false},
+	}
+	for _, c := range cases {
+		if got := SameHost(c.a, c.b); got != c.want {
+			t.Errorf("SameHost(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }

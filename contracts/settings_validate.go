@@ -369,7 +369,7 @@ func (c *checker) oauth(s *ServerSettings) {
 	// OAuth endpoints in settings follow the network rule of OAuth fetches:
 	// plaintext (and private addresses) only on the server's own host.
 	ownHost := urlRule{
-		allowHTTP: s.AllowPrivateNetwork && sameHost(o.Issuer, s.URL),
+		allowHTTP: s.AllowPrivateNetwork && SameHost(o.Issuer, s.URL),
 		httpMsg:   "oauth.issuer must use https (http is allowed only on the MCP server's own host, with allowPrivateNetwork)",
 	}
 	if o.Issuer == "" {
@@ -427,7 +427,7 @@ func (c *checker) oauth(s *ServerSettings) {
 			c.add("oauth.idpTokenEndpoint", "%s requires the identity provider's token endpoint URL", grant)
 		} else {
 			u := c.url("oauth.idpTokenEndpoint", o.IdPTokenEndpoint, urlRule{
-				allowHTTP: s.AllowPrivateNetwork && sameHost(o.IdPTokenEndpoint, s.URL),
+				allowHTTP: s.AllowPrivateNetwork && SameHost(o.IdPTokenEndpoint, s.URL),
 				httpMsg:   "oauth.idpTokenEndpoint must use https (http is allowed only on the MCP server's own host, with allowPrivateNetwork)",
 			})
 			if u != nil && (u.RawQuery != "" || u.ForceQuery) {
@@ -447,10 +447,11 @@ func (c *checker) oauth(s *ServerSettings) {
 	}
 }
 
-// sameHost reports whether two URLs name the same host (the same name or
+// SameHost reports whether two URLs name the same host (the same name or
 // the same address literal, whatever the port and scheme). OAuth endpoints
-// on the MCP server's own host share its allowPrivateNetwork exception.
-func sameHost(a, b string) bool {
+// on the MCP server's own host share its allowPrivateNetwork exception:
+// settings validation and the sign-in flow apply this one rule.
+func SameHost(a, b string) bool {
 	ua, err := url.Parse(a)
 	if err != nil {
 		return false

@@ -248,11 +248,25 @@ func (d *daemon) requestsList(_ context.Context, req *rpc.Request) (any, error) 
 	return out, nil
 }
 
-func decodeRequestID(id string) error {
+// checkRequestID refuses an empty request id.
+func checkRequestID(id string) error {
 	if id == "" {
 		return contracts.Errorf(contracts.ErrInvalidArgument, "missing_request", `missing "requestId"`)
 	}
 	return nil
+}
+
+// find is lookup for a handler: a request named by id, or the error that
+// says the id is missing or names no request.
+func (q *requestQueue) find(id string) (*pendingRequest, contracts.ServerRequestInfo, error) {
+	if err := checkRequestID(id); err != nil {
+		return nil, contracts.ServerRequestInfo{}, err
+	}
+	r, info, ok := q.lookup(id)
+	if !ok {
+		return nil, info, unknownRequest(id)
+	}
+	return r, info, nil
 }
 
 // requestsRead serves extensions.mcp.requests.read: one request exactly
@@ -262,12 +276,9 @@ func (d *daemon) requestsRead(_ context.Context, req *rpc.Request) (any, error) 
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if err := decodeRequestID(p.RequestID); err != nil {
+	r, info, err := d.requests.find(p.RequestID)
+	if err != nil {
 		return nil, err
-	}
-	r, info, ok := d.requests.lookup(p.RequestID)
-	if !ok {
-		return nil, unknownRequest(p.RequestID)
 	}
 	info.Params = d.red.JSON(r.params)
 	return info, nil
@@ -281,7 +292,7 @@ func (d *daemon) requestsPropose(_ context.Context, req *rpc.Request) (any, erro
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if err := decodeRequestID(p.RequestID); err != nil {
+	if err := checkRequestID(p.RequestID); err != nil {
 		return nil, err
 	}
 	if p.Text == "" || utf8.RuneCountInString(p.Text) > maxAnswerText || !utf8.ValidString(p.Text) {
@@ -326,12 +337,9 @@ func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request) (any, erro
 	if err := rpc.DecodeParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if err := decodeRequestID(p.RequestID); err != nil {
+	r, info, err := d.requests.find(p.RequestID)
+	if err != nil {
 		return nil, err
-	}
-	r, info, ok := d.requests.lookup(p.RequestID)
-	if !ok {
-		return nil, unknownRequest(p.RequestID)
 	}
 	if info.State != contracts.RequestPending {
 		return nil, notPending(info)

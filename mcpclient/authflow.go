@@ -141,32 +141,32 @@ func grantTypeOf(cfg *contracts.ServerSettings) string {
 	return cfg.OAuth.EffectiveGrantType()
 }
 
-// challengeFor returns the server's latest challenge; without one it makes
-// the tokenless first request (a connect) that yields one. nil means the
-// server accepted pikod as it is.
-func (s *Supervisor) challengeFor(ctx context.Context, sess *session) (*oauth.Challenge, error) {
+// challengeFor returns the server's OAuth environment and its latest
+// challenge; without one it makes the tokenless first request (a connect)
+// that yields one. A nil challenge means the server accepted pikod as it is.
+func (s *Supervisor) challengeFor(ctx context.Context, sess *session) (*oauthEnv, *oauth.Challenge, error) {
+	e, err := s.oauthEnv(&sess.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	a := s.auth(sess.cfg.ID)
 	a.mu.Lock()
 	ch := a.challenge
 	a.mu.Unlock()
 	if ch != nil {
-		return ch, nil
+		return e, ch, nil
 	}
 	if _, err := sess.connect(ctx); err != nil && !needsToken(err) {
-		return nil, err
+		return nil, nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.challenge, nil
+	return e, a.challenge, nil
 }
 
 func (s *Supervisor) authDiscover(ctx context.Context, sess *session) (contracts.AuthResult, error) {
 	cfg := &sess.cfg
-	e, err := s.oauthEnv(cfg)
-	if err != nil {
-		return contracts.AuthResult{}, err
-	}
-	ch, err := s.challengeFor(ctx, sess)
+	e, ch, err := s.challengeFor(ctx, sess)
 	if err != nil {
 		return contracts.AuthResult{}, err
 	}
@@ -189,11 +189,7 @@ func (s *Supervisor) oauthError(id, what string, err error) error {
 
 func (s *Supervisor) authStart(ctx context.Context, sess *session) (contracts.AuthResult, error) {
 	cfg := &sess.cfg
-	e, err := s.oauthEnv(cfg)
-	if err != nil {
-		return contracts.AuthResult{}, err
-	}
-	ch, err := s.challengeFor(ctx, sess)
+	e, ch, err := s.challengeFor(ctx, sess)
 	if err != nil {
 		return contracts.AuthResult{}, err
 	}
@@ -256,7 +252,7 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 			"ask the server's operator to enable PKCE with S256")
 	}
 	if u, err := url.Parse(md.AuthorizationEndpoint); err == nil && strings.EqualFold(u.Scheme, "http") &&
-		!(cfg.AllowPrivateNetwork && sameHostname(md.AuthorizationEndpoint, cfg.URL)) {
+		!(cfg.AllowPrivateNetwork && contracts.SameHost(md.AuthorizationEndpoint, cfg.URL)) {
 		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_authorization_endpoint",
 			"the authorization endpoint of %q is plain http on another host than the server; pikod shows only https links (http only on the server's own host with allowPrivateNetwork)", cfg.ID)
 	}
@@ -336,19 +332,6 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 	return contracts.AuthResult{Server: cfg.ID, Status: contracts.AuthPending, GrantType: contracts.GrantAuthorizationCode, FlowID: f.id,
 		AuthorizationURL: link, RedirectURI: cb.RedirectURI(), ExpiresAt: f.expires.UTC().Format(time.RFC3339),
 		Issuer: md.Issuer, Resource: d.Resource, Scope: scope}, nil
-}
-
-// sameHostname reports whether two URLs name the same host, any port.
-func sameHostname(a, b string) bool {
-	ua, err := url.Parse(a)
-	if err != nil {
-		return false
-	}
-	ub, err := url.Parse(b)
-	if err != nil {
-		return false
-	}
-	return originOf(ua).host == originOf(ub).host
 }
 
 // browserClient chooses the client of an authorization-code flow, in the

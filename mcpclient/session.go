@@ -169,9 +169,7 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 	}
 	if !s.cfg.IsEnabled() {
 		s.mu.Unlock()
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
-			`set "enabled": true in its settings and configure again`)
+		return nil, s.errDisabled()
 	}
 	call := s.setup
 	if call == nil {
@@ -459,6 +457,13 @@ func needsToken(err error) bool {
 	return ok && !ar.permanent
 }
 
+// errDisabled is the refusal to connect a server its settings disable.
+func (s *session) errDisabled() error {
+	return contracts.WithHint(
+		contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
+		`set "enabled": true in its settings and configure again`)
+}
+
 // connectStaged makes a new connection that proves a staged grant, and on
 // success commits the grant and makes the connection the session's (the
 // old one, if any, is closed). Until the commit the session keeps its old
@@ -472,9 +477,7 @@ func (s *session) connectStaged(ctx context.Context, st *stagedGrant) (*conn, er
 	}
 	if !s.cfg.IsEnabled() {
 		s.mu.Unlock()
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
-			`set "enabled": true in its settings and configure again`)
+		return nil, s.errDisabled()
 	}
 	if s.setup != nil {
 		// A plain connect in progress would use the old grant: this one

@@ -618,20 +618,7 @@ func approvalDaemon(t testing.TB, extra ...srv) (d *daemon, callLog string) {
 // with stdin from a pipe.
 func runCtlNoTTY(t testing.TB, d *daemon, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pikoctlBin, append([]string{"--socket", d.socket}, args...)...)
-	cmd.Env = minimalEnv(t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("running pikoctl %v: %v", args, err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	return runCtlOpts(t, d.socket, ctlOpts{noTTY: true}, stdin, args...)
 }
 
 // approvePrompt ends the question pikoctl mcp approve asks at the

@@ -511,10 +511,30 @@ func runCtl(t testing.TB, d *daemon, stdin string, args ...string) (stdout, stde
 // runCtlSocket runs pikoctl with --socket socket.
 func runCtlSocket(t testing.TB, socket, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCtlOpts(t, socket, ctlOpts{}, stdin, args...)
+}
+
+// ctlOpts vary how runCtlOpts starts pikoctl.
+type ctlOpts struct {
+	// env is added to the minimal environment.
+	env []string
+	// noTTY starts pikoctl in a new session, without a controlling
+	// terminal.
+	noTTY bool
+}
+
+// runCtlOpts runs pikoctl with --socket socket and stdin as its input,
+// fails the test if it cannot run, does not end within a minute or
+// reports a data race, and returns its output and exit code.
+func runCtlOpts(t testing.TB, socket string, o ctlOpts, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pikoctlBin, append([]string{"--socket", socket}, args...)...)
-	cmd.Env = minimalEnv(t.TempDir())
+	cmd.Env = append(minimalEnv(t.TempDir()), o.env...)
+	if o.noTTY {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out

@@ -2,9 +2,7 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -21,19 +18,7 @@ import (
 // runCtlEnv is runCtl with extra environment variables.
 func runCtlEnv(t *testing.T, d *daemon, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pikoctlBin, append([]string{"--socket", d.socket}, args...)...)
-	cmd.Env = append(minimalEnv(t.TempDir()), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("running pikoctl %v: %v", args, err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	return runCtlOpts(t, d.socket, ctlOpts{env: env}, stdin, args...)
 }
 
 // ctlFails runs pikoctl, wants exit code want and returns stderr.

@@ -404,16 +404,9 @@ func (a *app) newActionsCmd() *cobra.Command {
 		Short: "List prepared and past actions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPActionsList, contracts.ActionsListParams{State: state, Limit: limit}, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.ActionsListResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the actions list: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPActionsList, contracts.ActionsListParams{State: state, Limit: limit}, &res); printed || err != nil {
+				return err
 			}
 			w := a.tableOut()
 			if len(res.Actions) == 0 {

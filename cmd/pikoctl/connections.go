@@ -18,15 +18,8 @@ func (a *app) serverCmd(use, short, method string, result any, human func(*errWr
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), method, contracts.ServerParams{Server: args[0]}, &raw); err != nil {
+			if printed, err := a.callOrPrint(cmd.Context(), method, contracts.ServerParams{Server: args[0]}, result); printed || err != nil {
 				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
-			if err := json.Unmarshal(raw, result); err != nil {
-				return fmt.Errorf("decoding the %s result: %w", method, err)
 			}
 			return human(&errWriter{w: a.stdout})
 		},
@@ -261,17 +254,10 @@ connections that watch. The server must offer subscriptions, and its
 "resources" setting must not be false.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
 			params := contracts.ResourceSubscribeParams{Server: args[0], Op: op, URI: args[1]}
-			if err := a.call(cmd.Context(), contracts.MethodMCPResource, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.ResourceSubscribeResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPResource, err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPResource, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			switch {

@@ -171,17 +171,10 @@ func (a *app) newMCPConfigCmd() *cobra.Command {
 		Short: "Print the saved mcp settings, ready to edit and pass to configure",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var raw json.RawMessage
 			params := contracts.SettingsParams{Extension: contracts.ExtensionMCP}
-			if err := a.call(cmd.Context(), contracts.MethodSettings, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.SettingsResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.settings result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodSettings, params, &res); printed || err != nil {
+				return err
 			}
 			var out bytes.Buffer
 			if err := json.Indent(&out, res.Settings, "", "  "); err != nil {
@@ -208,16 +201,9 @@ func (a *app) newMCPStatusCmd() *cobra.Command {
 			if len(args) == 1 {
 				params.Server = args[0]
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPStatus, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.StatusResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.status result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPStatus, params, &res); printed || err != nil {
+				return err
 			}
 			if params.Server != "" && len(res.Servers) == 1 {
 				w := &errWriter{w: a.stdout}

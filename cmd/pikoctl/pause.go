@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,16 +25,9 @@ only the owner at a terminal can resume ('pikoctl mcp resume SERVER').
 The pause survives a daemon restart.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPPause, contracts.PauseParams{Server: args[0], Reason: reason}, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.PauseResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPPause, err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPPause, contracts.PauseParams{Server: args[0], Reason: reason}, &res); printed || err != nil {
+				return err
 			}
 			since := ""
 			if res.Pause != nil {
@@ -91,16 +83,9 @@ stay prepared: approve or reject them with 'pikoctl mcp approve'.`,
 					return err
 				}
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPResume, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.PauseResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPResume, err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPResume, params, &res); printed || err != nil {
+				return err
 			}
 			if res.Changed {
 				fmt.Fprintf(a.stdout, "resumed %s: calls run under their grants again\n", clean(res.Server))

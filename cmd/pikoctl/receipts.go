@@ -105,16 +105,9 @@ func (a *app) newReceiptCmd() *cobra.Command {
 		Short: "Show one receipt",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{ID: args[0]}, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.ReceiptsResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.receipts result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{ID: args[0]}, &res); printed || err != nil {
+				return err
 			}
 			if len(res.Receipts) != 1 {
 				return fmt.Errorf("the daemon answered %d receipts for one id", len(res.Receipts))

@@ -26,16 +26,9 @@ func (a *app) newRequestsCmd() *cobra.Command {
 		Short: "List the server requests (elicitation, sampling) waiting for you, and the recently decided ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPRequests, contracts.RequestsParams{Server: server, State: state}, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.RequestsResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the requests: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPRequests, contracts.RequestsParams{Server: server, State: state}, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			if len(res.Requests) == 0 {

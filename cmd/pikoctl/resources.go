@@ -111,17 +111,10 @@ result is retained (pikoctl mcp source SOURCE). The receipt and source go to
 stderr, so stdout holds only the contents.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
 			params := contracts.ResourceParams{Server: args[0], Op: contracts.ResourceOpRead, URI: args[1]}
-			if err := a.call(cmd.Context(), contracts.MethodMCPResource, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.ResourceReadResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.resource result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPResource, params, &res); printed || err != nil {
+				return err
 			}
 			var contents []contracts.ResourceContent
 			if err := json.Unmarshal(res.Contents, &contents); err != nil {
@@ -167,17 +160,10 @@ func (a *app) newPromptsCmd() *cobra.Command {
 		Short: "List a server's prompts and their arguments",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
 			params := contracts.PromptParams{Server: args[0], Op: contracts.PromptOpList}
-			if err := a.call(cmd.Context(), contracts.MethodMCPPrompt, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.PromptListResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.prompt result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPPrompt, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			if len(res.Prompts) == 0 {
@@ -220,17 +206,31 @@ func (a *app) newPromptsCmd() *cobra.Command {
 // parseArgs turns repeated --arg k=v into a map.
 func parseArgs(kvs []string) (map[string]string, error) {
 	out := map[string]string{}
+	if err := eachArg(kvs, func(k, v string) error { out[k] = v; return nil }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachArg calls f with the NAME and VALUE of each --arg NAME=VALUE, in
+// the order given; a pair without "=" or a NAME given twice is a usage
+// error.
+func eachArg(kvs []string, f func(k, v string) error) error {
+	seen := map[string]bool{}
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, usageErrorf("--arg %q: want NAME=VALUE", kv)
+			return usageErrorf("--arg %q: want NAME=VALUE", kv)
 		}
-		if _, dup := out[k]; dup {
-			return nil, usageErrorf("--arg %q: %q is given twice", kv, k)
+		if seen[k] {
+			return usageErrorf("--arg %q: %q is given twice", kv, k)
 		}
-		out[k] = v
+		seen[k] = true
+		if err := f(k, v); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func (a *app) newPromptCmd() *cobra.Command {
@@ -253,13 +253,9 @@ declared arguments before anything is sent.`,
 			params := contracts.PromptParams{Server: args[0], Op: contracts.PromptOpGet, Name: args[1]}
 			switch {
 			case len(kvs) > 0 || argsJSON != "":
-				m, err := parseArgs(kvs)
+				typed, err := typedArgs(kvs, nil) // no schema: every value stays a string
 				if err != nil {
 					return err
-				}
-				typed := make(map[string]any, len(m))
-				for k, v := range m {
-					typed[k] = v
 				}
 				if params.Arguments, err = mergeArgs(argsJSON, typed); err != nil {
 					return err
@@ -275,16 +271,9 @@ declared arguments before anything is sent.`,
 					}
 				}
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPPrompt, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.PromptGetResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.prompt result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPPrompt, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			writePrompt(w, &res)
@@ -381,16 +370,9 @@ offer completion.`,
 			if len(ctxArgs) > 0 {
 				params.Arguments = ctxArgs
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPComplete, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.CompleteResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.complete result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPComplete, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			for _, v := range res.Values {

@@ -175,6 +175,23 @@ func (a *app) call(ctx context.Context, method string, params, result any) error
 	return c.Call(ctx, method, params, result)
 }
 
+// callOrPrint calls method. With --json it prints the result as the
+// daemon sent it and reports printed; otherwise it decodes the result into
+// res for the caller to show.
+func (a *app) callOrPrint(ctx context.Context, method string, params, res any) (printed bool, err error) {
+	var raw json.RawMessage
+	if err := a.call(ctx, method, params, &raw); err != nil {
+		return false, err
+	}
+	if a.jsonOut {
+		return true, printRaw(a.stdout, raw)
+	}
+	if err := json.Unmarshal(raw, res); err != nil {
+		return false, fmt.Errorf("decoding the %s result: %w", method, err)
+	}
+	return false, nil
+}
+
 // report prints err to stderr (and, with --json, a daemon error object to
 // stdout) and returns the exit code it maps to.
 func (a *app) report(err error, cmdPath string) int {

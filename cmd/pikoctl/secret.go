@@ -119,16 +119,9 @@ func (a *app) newVaultCmd() *cobra.Command {
 			if p == "" {
 				return errors.New("empty passphrase: nothing was sent")
 			}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodVaultUnlock, contracts.VaultUnlockParams{Passphrase: p}, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.VaultUnlockResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the vault.unlock result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodVaultUnlock, contracts.VaultUnlockParams{Passphrase: p}, &res); printed || err != nil {
+				return err
 			}
 			fmt.Fprintf(a.stdout, "vault unlocked: %s\n", clean(res.Vault.Backend))
 			return nil

@@ -25,17 +25,10 @@ them. --cursor continues with the next page. Tasks exist only on legacy
 and nothing is sent.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var raw json.RawMessage
 			params := contracts.TasksParams{Server: args[0], Op: contracts.TaskOpList, Cursor: cursor}
-			if err := a.call(cmd.Context(), contracts.MethodMCPTasks, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.TasksListResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.tasks result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPTasks, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			if len(res.Tasks) == 0 {

@@ -268,16 +268,9 @@ nothing: servers that are not connected are named at the end.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params := contracts.SearchParams{Query: strings.Join(args, " "), Limit: limit, Server: server}
-			var raw json.RawMessage
-			if err := a.call(cmd.Context(), contracts.MethodMCPSearch, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var res contracts.SearchResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return fmt.Errorf("decoding the extensions.mcp.search result: %w", err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPSearch, params, &res); printed || err != nil {
+				return err
 			}
 			w := &errWriter{w: a.stdout}
 			if len(res.Results) == 0 {
@@ -315,19 +308,16 @@ func typedArgs(kvs []string, schema json.RawMessage) (map[string]any, error) {
 	var s jsonSchema
 	_ = json.Unmarshal(schema, &s)
 	out := map[string]any{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("--arg %q: want NAME=VALUE", kv)
-		}
-		if _, dup := out[k]; dup {
-			return nil, usageErrorf("--arg %q: %q is given twice", kv, k)
-		}
+	err := eachArg(kvs, func(k, v string) error {
 		val, err := typedValue(v, s.Properties[k])
 		if err != nil {
-			return nil, usageErrorf("--arg %s: %v", k, err)
+			return usageErrorf("--arg %s: %v", k, err)
 		}
 		out[k] = val
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -129,22 +129,15 @@ autonomousTools grants apply again. It needs you at an interactive terminal
 			for _, c := range changed {
 				digests[c.Tool] = c.CurrentDigest
 			}
-			var raw json.RawMessage
 			params := contracts.TrustParams{Server: server, Tool: tool, Op: contracts.TrustAccept, Digests: digests}
 			if gate.PassphraseSet {
 				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
 					return err
 				}
 			}
-			if err := a.call(cmd.Context(), contracts.MethodMCPTrust, params, &raw); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return printRaw(a.stdout, raw)
-			}
 			var acc contracts.TrustResult
-			if err := json.Unmarshal(raw, &acc); err != nil {
-				return fmt.Errorf("decoding the %s result: %w", contracts.MethodMCPTrust, err)
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodMCPTrust, params, &acc); printed || err != nil {
+				return err
 			}
 			out := &errWriter{w: a.stdout}
 			for _, c := range acc.Tools {

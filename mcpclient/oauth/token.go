@@ -108,33 +108,13 @@ func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, au
 	if err := auth.apply(form, header, time.Now()); err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	header.Set("Content-Type", "application/x-www-form-urlencoded")
+	status, body, err := c.post(ctx, endpoint, header, form.Encode(), tokenPost)
 	if err != nil {
-		return nil, fmt.Errorf("building the token request for %s: %v: %w", safeURL(endpoint), err, contracts.ErrInvalidArgument)
+		return nil, err
 	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if c.UserAgent != "" {
-		req.Header.Set("User-Agent", c.UserAgent)
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return nil, withClass(fmt.Errorf("token request to %s: %w", safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
-	if err != nil {
-		return nil, withClass(fmt.Errorf("reading the token response of %s: %w", safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
-	}
-	if len(body) > MaxDocumentBytes {
-		return nil, contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
-			"the token response of %s is larger than %d bytes", safeURL(endpoint), MaxDocumentBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, errorAnswer(endpoint, resp.StatusCode, body)
+	if status < 200 || status > 299 {
+		return nil, errorAnswer(endpoint, status, body)
 	}
 	var raw struct {
 		AccessToken     string          `json:"access_token"`
@@ -291,6 +271,46 @@ type Registration struct {
 	SecretExpiresAt int64
 }
 
+// postWords name a POST in its errors: the request ("token request"),
+// sending it ("token request to"), and its answer ("token response").
+type postWords struct{ request, sending, answer string }
+
+var (
+	tokenPost        = postWords{"token request", "token request to", "token response"}
+	registrationPost = postWords{"registration request", "registering a client at", "registration answer"}
+)
+
+// post sends body to endpoint with header (and Accept, User-Agent) and
+// returns the answer's status and body, at most MaxDocumentBytes: a
+// transport failure or a larger answer is an error.
+func (c *Client) post(ctx context.Context, endpoint string, header http.Header, body string, w postWords) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("building the %s for %s: %v: %w", w.request, safeURL(endpoint), err, contracts.ErrInvalidArgument)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, nil, withClass(fmt.Errorf("%s %s: %w", w.sending, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
+	if err != nil {
+		return 0, nil, withClass(fmt.Errorf("reading the %s of %s: %w", w.answer, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
+	}
+	if len(b) > MaxDocumentBytes {
+		return 0, nil, contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
+			"the %s of %s is larger than %d bytes", w.answer, safeURL(endpoint), MaxDocumentBytes)
+	}
+	return resp.StatusCode, b, nil
+}
+
 // RegistrationRequest is what pikod asks to register.
 type RegistrationRequest struct {
 	ClientName   string   `json:"client_name"`
@@ -311,30 +331,12 @@ func (c *Client) Register(ctx context.Context, endpoint string, r RegistrationRe
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(string(body)))
+	status, b, err := c.post(ctx, endpoint, http.Header{"Content-Type": {"application/json"}}, string(body), registrationPost)
 	if err != nil {
-		return nil, fmt.Errorf("building the registration request for %s: %v: %w", safeURL(endpoint), err, contracts.ErrInvalidArgument)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.UserAgent != "" {
-		req.Header.Set("User-Agent", c.UserAgent)
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return nil, withClass(fmt.Errorf("registering a client at %s: %w", safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
-	if err != nil {
-		return nil, withClass(fmt.Errorf("reading the registration answer of %s: %w", safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
-	}
-	if len(b) > MaxDocumentBytes {
-		return nil, contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
-			"the registration answer of %s is larger than %d bytes", safeURL(endpoint), MaxDocumentBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		te, _ := errorAnswer(endpoint, resp.StatusCode, b).(*TokenError)
+	if status < 200 || status > 299 {
+		te, _ := errorAnswer(endpoint, status, b).(*TokenError)
 		return nil, contracts.WithReason(fmt.Errorf("registering a client: %w", te), "oauth_registration_refused")
 	}
 	var out struct {

@@ -197,63 +197,92 @@ var suffixRE = regexp.MustCompile(`type ([0-9a-f]{6}) \(`)
 // digest's last 6 characters that the review shows. pikoctl's --json
 // result goes to a separate pipe so the screen and the result stay apart.
 func (in *instance) approve(ctx context.Context, actionID string) (result, error) {
-	master, slave, err := pty.Open()
+	t, err := in.onTerminal(ctx, "--json", "mcp", "approve", actionID)
 	if err != nil {
-		return result{}, fmt.Errorf("opening a pseudo-terminal: %w", err)
+		return result{}, err
 	}
-	defer master.Close()
-	cmd := exec.CommandContext(ctx, in.pikoctl, "--socket", in.socket, "--json", "mcp", "approve", actionID)
-	cmd.Env = in.env
-	cmd.Dir = in.dir
-	var out bytes.Buffer
-	cmd.Stdin, cmd.Stderr, cmd.Stdout = slave, slave, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err = cmd.Start()
-	slave.Close()
-	if err != nil {
-		return result{}, fmt.Errorf("starting pikoctl mcp approve on a pseudo-terminal: %w", err)
-	}
-	screen := &screenBuffer{changed: make(chan struct{}, 1)}
-	copied := make(chan struct{})
-	go func() {
-		// Ends with EIO once pikoctl and every copy of the slave are gone.
-		_, _ = io.Copy(screen, master)
-		close(copied)
-	}()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	defer t.master.Close()
 
 	typed := false
 	for !typed {
-		if m := suffixRE.FindStringSubmatch(screen.String()); m != nil && strings.Contains(screen.String(), approvePrompt) {
+		if m := suffixRE.FindStringSubmatch(t.screen.String()); m != nil && strings.Contains(t.screen.String(), approvePrompt) {
 			in.log.printf("approve %s: the terminal asks for %s; typing it", actionID, m[1])
-			if _, err := io.WriteString(master, m[1]+"\r"); err != nil {
+			if _, err := io.WriteString(t.master, m[1]+"\r"); err != nil {
 				return result{}, fmt.Errorf("typing on the terminal: %w", err)
 			}
 			typed = true
 			break
 		}
 		select {
-		case <-screen.changed:
-		case err := <-waitErr:
-			<-copied
-			waitErr <- err
+		case <-t.screen.changed:
+		case err := <-t.waitErr:
+			<-t.copied
+			t.waitErr <- err
 			typed = true // pikoctl ended before asking
 		case <-ctx.Done():
-			<-waitErr
-			return result{}, fmt.Errorf("approving %s: %w; terminal:\n%s", actionID, ctx.Err(), screen.String())
+			<-t.waitErr
+			return result{}, fmt.Errorf("approving %s: %w; terminal:\n%s", actionID, ctx.Err(), t.screen.String())
 		}
 	}
-	err = <-waitErr
+	return t.finish(), nil
+}
+
+// terminalRun is pikoctl running on a pseudo-terminal the adapter drives,
+// as the session leader with it as controlling terminal, stdin and
+// stderr; its stdout (a --json result) goes to out, apart from the screen.
+type terminalRun struct {
+	cmd    *exec.Cmd
+	master *os.File
+	out    bytes.Buffer
+	screen *screenBuffer
+	// copied closes once everything pikoctl wrote is on the screen.
+	copied chan struct{}
+	// waitErr receives cmd.Wait's error once pikoctl exited.
+	waitErr chan error
+}
+
+// onTerminal starts pikoctl with args on the instance's socket on a new
+// pseudo-terminal. The caller closes master.
+func (in *instance) onTerminal(ctx context.Context, args ...string) (*terminalRun, error) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("opening a pseudo-terminal: %w", err)
+	}
+	t := &terminalRun{master: master, screen: &screenBuffer{changed: make(chan struct{}, 1)},
+		copied: make(chan struct{}), waitErr: make(chan error, 1)}
+	t.cmd = exec.CommandContext(ctx, in.pikoctl, append([]string{"--socket", in.socket}, args...)...)
+	t.cmd.Env = in.env
+	t.cmd.Dir = in.dir
+	t.cmd.Stdin, t.cmd.Stderr, t.cmd.Stdout = slave, slave, &t.out
+	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = t.cmd.Start()
+	slave.Close()
+	if err != nil {
+		master.Close()
+		return nil, fmt.Errorf("starting pikoctl %s on a pseudo-terminal: %w", strings.Join(args, " "), err)
+	}
+	go func() {
+		// Ends with EIO once pikoctl and every copy of the slave are gone.
+		_, _ = io.Copy(t.screen, master)
+		close(t.copied)
+	}()
+	go func() { t.waitErr <- t.cmd.Wait() }()
+	return t, nil
+}
+
+// finish waits for pikoctl to exit (and, for 2 s at most, for the screen
+// to have all it wrote) and returns the run.
+func (t *terminalRun) finish() result {
+	err := <-t.waitErr
 	select {
-	case <-copied:
+	case <-t.copied:
 	case <-time.After(2 * time.Second):
 	}
-	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: screen.String()}
+	r := result{code: t.cmd.ProcessState.ExitCode(), stdout: t.out.String(), stderr: t.screen.String()}
 	if err != nil && r.code == 0 {
 		r.code = -1
 	}
-	return r, nil
+	return r
 }
 
 // screenBuffer collects what pikoctl wrote to the terminal.
@@ -355,30 +384,11 @@ func (in *instance) respond(ctx context.Context, id string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	master, slave, err := pty.Open()
+	t, err := in.onTerminal(ctx, "mcp", "respond", id)
 	if err != nil {
-		return result{}, fmt.Errorf("opening a pseudo-terminal: %w", err)
+		return result{}, err
 	}
-	defer master.Close()
-	cmd := exec.CommandContext(ctx, in.pikoctl, "--socket", in.socket, "mcp", "respond", id)
-	cmd.Env = in.env
-	cmd.Dir = in.dir
-	var out bytes.Buffer
-	cmd.Stdin, cmd.Stderr, cmd.Stdout = slave, slave, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err = cmd.Start()
-	slave.Close()
-	if err != nil {
-		return result{}, fmt.Errorf("starting pikoctl mcp respond on a pseudo-terminal: %w", err)
-	}
-	screen := &screenBuffer{changed: make(chan struct{}, 1)}
-	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(screen, master)
-		close(copied)
-	}()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	defer t.master.Close()
 
 	// The answers, each typed once its prompt is on the screen.
 	steps := []struct{ prompt, typed string }{{"(a/d/c): ", "a"}}
@@ -387,34 +397,25 @@ func (in *instance) respond(ctx context.Context, id string) (result, error) {
 	}
 	done := false
 	for _, st := range steps {
-		for !done && !strings.Contains(screen.String(), st.prompt) {
+		for !done && !strings.Contains(t.screen.String(), st.prompt) {
 			select {
-			case <-screen.changed:
-			case err := <-waitErr:
-				waitErr <- err
+			case <-t.screen.changed:
+			case err := <-t.waitErr:
+				t.waitErr <- err
 				done = true // pikoctl ended early
 			case <-ctx.Done():
-				<-waitErr
-				return result{}, fmt.Errorf("answering %s: %w; terminal:\n%s", id, ctx.Err(), screen.String())
+				<-t.waitErr
+				return result{}, fmt.Errorf("answering %s: %w; terminal:\n%s", id, ctx.Err(), t.screen.String())
 			}
 		}
 		if done {
 			break
 		}
-		if _, err := io.WriteString(master, st.typed+"\r"); err != nil {
+		if _, err := io.WriteString(t.master, st.typed+"\r"); err != nil {
 			return result{}, fmt.Errorf("typing on the terminal: %w", err)
 		}
 	}
-	err = <-waitErr
-	select {
-	case <-copied:
-	case <-time.After(2 * time.Second):
-	}
-	res := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: screen.String()}
-	if err != nil && res.code == 0 {
-		res.code = -1
-	}
-	return res, nil
+	return t.finish(), nil
 }
 
 // propertyNames lists a schema's properties in their order.
