@@ -28,14 +28,21 @@ import (
 // a pseudo-terminal.
 
 // fed is the console's model as these tests run it: Update hands every
-// message to the model and drops the command it returns; Init starts
+// message to the model and drops the command it returns, except after the
+// key named in run (one that sends nothing to the daemon); Init starts
 // nothing.
-type fed struct{ m *model }
+type fed struct {
+	m   *model
+	run string
+}
 
 func (f fed) Init() tea.Cmd { return nil }
 
 func (f fed) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	f.m.Update(msg)
+	_, cmd := f.m.Update(msg)
+	if k, ok := msg.(tea.KeyMsg); ok && f.run != "" && k.String() == f.run {
+		return f, cmd
+	}
 	return f, nil
 }
 
@@ -50,7 +57,7 @@ const waitLong = 20 * time.Second
 func startTea(t *testing.T, o Options) *teatest.TestModel {
 	t.Helper()
 	o.Instance = "default"
-	return teatest.NewTestModel(t, fed{newModel(nil, o)}, teatest.WithInitialTermSize(80, 24))
+	return teatest.NewTestModel(t, fed{m: newModel(nil, o)}, teatest.WithInitialTermSize(80, 24))
 }
 
 func pressKeys(tm *teatest.TestModel, ks ...string) {
@@ -206,8 +213,26 @@ func TestTeaNoColor(t *testing.T) {
 	o := Options{Instance: "default"}
 	m := newModel(nil, o)
 	m.st = newStyles(termenv.ANSI256) // a colour terminal
-	colour := drive(teatest.NewTestModel(t, fed{m}, teatest.WithInitialTermSize(80, 24)))
+	colour := drive(teatest.NewTestModel(t, fed{m: m}, teatest.WithInitialTermSize(80, 24)))
 	if sgr.Find(colour) == nil {
 		t.Error("on a colour terminal the program wrote no colour (the NoColor check above proves nothing)")
+	}
+}
+
+// TestTeaQuit: q ends the program, from a pane and from help, and the
+// program gives the terminal back (the cursor shown again).
+func TestTeaQuit(t *testing.T) {
+	for _, ks := range [][]string{{"q"}, {"2", "?", "q"}} {
+		tm := teatest.NewTestModel(t, fed{m: newModel(nil, Options{Instance: "default", NoColor: true}), run: "q"}, teatest.WithInitialTermSize(80, 24))
+		tm.Send(statusMsg{res: sampleStatus()})
+		pressKeys(tm, ks...)
+		tm.WaitFinished(t, teatest.WithFinalTimeout(waitLong))
+		out := new(bytes.Buffer)
+		if _, err := out.ReadFrom(tm.Output()); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(out.Bytes(), []byte(ansi.ShowCursor)) {
+			t.Errorf("keys %q: the program ended without showing the cursor again: %q", ks, out.Bytes())
+		}
 	}
 }
