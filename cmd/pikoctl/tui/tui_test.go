@@ -18,7 +18,13 @@ import (
 	"github.com/pikod/pikod/contracts"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden screens in testdata")
+// updating reports -update. The flag is defined by teatest's golden
+// package (linked by teatest_test.go); one -update rewrites both kinds of
+// golden screen.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // The golden tests drive the model as the program would: a window size,
 // the daemon's answers as messages, key presses; then compare the screen
@@ -32,22 +38,25 @@ func testModel(t *testing.T) *model {
 	return m
 }
 
+// keyMsg is the key press named k ("enter", "esc", "down", "tab", or the
+// runes typed).
+func keyMsg(k string) tea.KeyMsg {
+	switch k {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
 func keys(m *model, ks ...string) {
 	for _, k := range ks {
-		var msg tea.KeyMsg
-		switch k {
-		case "enter":
-			msg = tea.KeyMsg{Type: tea.KeyEnter}
-		case "esc":
-			msg = tea.KeyMsg{Type: tea.KeyEsc}
-		case "down":
-			msg = tea.KeyMsg{Type: tea.KeyDown}
-		case "tab":
-			msg = tea.KeyMsg{Type: tea.KeyTab}
-		default:
-			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
-		}
-		m.Update(msg)
+		m.Update(keyMsg(k))
 	}
 }
 
@@ -72,7 +81,7 @@ func golden(t *testing.T, m *model, name string) string {
 		}
 	}
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
