@@ -25,14 +25,22 @@ func TestGroupCommitFailingWriteAlone(t *testing.T) {
 	}
 	// The first write holds the committer inside its transaction until the
 	// three others are queued, so those three share the next one.
-	release := make(chan struct{})
+	release, inside := make(chan struct{}), make(chan struct{})
+	var once, entered sync.Once
+	// Runs before the database closes (cleanups run last in, first out),
+	// so a failing test cannot leave the committer held.
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	held := make(chan error, 1)
 	go func() {
 		held <- g.update(func(tx *bolt.Tx) error {
+			entered.Do(func() { close(inside) })
 			<-release
 			return tx.Bucket(bucket).Put([]byte("first"), []byte("1"))
 		}, nil)
 	}()
+	// The others are queued only once the first is inside its
+	// transaction: queued earlier, they could share it.
+	<-inside
 	errs := make([]error, 3)
 	afters := make([]int, 3)
 	var wg sync.WaitGroup
@@ -60,7 +68,7 @@ func TestGroupCommitFailingWriteAlone(t *testing.T) {
 			t.Fatalf("%d writes queued behind the held one, want 3", n)
 		}
 	}
-	close(release)
+	once.Do(func() { close(release) })
 	wg.Wait()
 	if err := <-held; err != nil {
 		t.Fatalf("held write: %v", err)
