@@ -44,7 +44,10 @@ var (
 const (
 	readyTimeout = 15 * time.Second
 	stopTimeout  = 10 * time.Second
-	callTimeout  = 10 * time.Second
+	// One socket call: generous, because the suite runs race-built
+	// binaries in parallel on two cores, where a megabyte of arguments or
+	// an npx start can take many seconds. Nothing here is a speed check.
+	callTimeout = 30 * time.Second
 )
 
 func TestMain(m *testing.M) {
