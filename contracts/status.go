@@ -77,6 +77,10 @@ type ServerStatus struct {
 	// identity: command, args, cwd or URL changed; not used until
 	// re-entered), or "unknown" while the vault is locked.
 	Credentials string `json:"credentials,omitempty"`
+	// CredentialFields names the stored credential fields (env.NAME,
+	// headers.NAME, oauthClientSecret, ...), never their values; absent
+	// when none are stored or the vault is locked.
+	CredentialFields []string `json:"credentialFields,omitempty"`
 	// CredentialGeneration counts changes to the server's credentials.
 	CredentialGeneration uint64 `json:"credentialGeneration,omitempty"`
 	// OAuth is the server's OAuth state (http and sse servers that use or

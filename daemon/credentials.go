@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -103,6 +104,51 @@ func unprotectedWarning(fields []string) string {
 	}
 	return fmt.Sprintf("%s: a value shorter than %d characters cannot be protected in output: pikod stores and uses it, "+
 		"but results, errors, status and logs may show it; use a longer secret", strings.Join(fields, ", "), vault.MinRedactChars)
+}
+
+// fields names the stored fields (env.NAME, headers.NAME,
+// oauthClientSecret, ...), sorted; never their values.
+func (r *credRecord) fields() []string {
+	out := []string{}
+	for field := range r.fieldValues() {
+		out = append(out, field)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// merge returns r with the fields of add replacing or adding to its own.
+func (r *credRecord) merge(add *credRecord) *credRecord {
+	out := &credRecord{Identity: r.Identity, Generation: r.Generation, OAuthClientSecret: r.OAuthClientSecret,
+		OAuthPrivateKey: r.OAuthPrivateKey, OAuthIdentityAssertion: r.OAuthIdentityAssertion}
+	union := func(a, b map[string]string) map[string]string {
+		if len(a)+len(b) == 0 {
+			return nil
+		}
+		m := maps.Clone(a)
+		if m == nil {
+			m = map[string]string{}
+		}
+		maps.Copy(m, b)
+		return m
+	}
+	out.Env, out.Headers = union(r.Env, add.Env), union(r.Headers, add.Headers)
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{{&out.OAuthClientSecret, add.OAuthClientSecret},
+		{&out.OAuthPrivateKey, add.OAuthPrivateKey}, {&out.OAuthIdentityAssertion, add.OAuthIdentityAssertion}} {
+		if f.src != "" {
+			*f.dst = f.src
+		}
+	}
+	return out
+}
+
+// sameValues reports whether r and o store the same fields and values.
+func (r *credRecord) sameValues(o *credRecord) bool {
+	return maps.Equal(r.Env, o.Env) && maps.Equal(r.Headers, o.Headers) && r.OAuthClientSecret == o.OAuthClientSecret &&
+		r.OAuthPrivateKey == o.OAuthPrivateKey && r.OAuthIdentityAssertion == o.OAuthIdentityAssertion
 }
 
 func (r *credRecord) empty() bool {
@@ -251,23 +297,24 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 		OAuthPrivateKey: rec.OAuthPrivateKey, OAuthIdentityAssertion: rec.OAuthIdentityAssertion}, nil
 }
 
-// state returns a server's credential state and generation for status.
-func (c *creds) state(cfg *contracts.ServerSettings) (string, uint64) {
+// state returns a server's credential state, generation and stored field
+// names (never values) for status.
+func (c *creds) state(cfg *contracts.ServerSettings) (string, uint64, []string) {
 	if c.v.Locked() {
-		return "unknown", 0
+		return "unknown", 0, nil
 	}
 	rec, err := c.load(cfg.ID)
 	switch {
 	case err != nil:
-		return "unknown", 0
+		return "unknown", 0, nil
 	case rec == nil:
-		return "none", 0
+		return "none", 0, nil
 	case rec.Identity != identity(cfg):
-		return "reenter", rec.Generation
+		return "reenter", rec.Generation, rec.fields()
 	case rec.empty():
-		return "none", rec.Generation
+		return "none", rec.Generation, nil
 	}
-	return "stored", rec.Generation
+	return "stored", rec.Generation, rec.fields()
 }
 
 // generation is a server's credential generation, bound into actions.
@@ -289,8 +336,13 @@ var (
 
 // parseCredentials checks a credential object against the server's
 // transport. Problems name fields, never values.
-func parseCredentials(cfg *contracts.ServerSettings, in map[string]any) (*credRecord, error) {
+// In merge mode an empty value is refused with a hint to replace instead.
+func parseCredentials(cfg *contracts.ServerSettings, in map[string]any, merge bool) (*credRecord, error) {
 	rec := &credRecord{}
+	emptyHint := "leave it out instead"
+	if merge {
+		emptyHint = "a merge keeps what it is not given and cannot remove a field: send the whole set without \"merge\" to remove one"
+	}
 	var problems contracts.Problems
 	bad := func(field, msg string) {
 		problems = append(problems, contracts.Problem{Server: cfg.ID, Field: field, Message: msg})
@@ -319,7 +371,7 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any) (*credRe
 			case !ok:
 				bad(fieldName, "must be a string")
 			case s == "":
-				bad(fieldName, "is empty: leave it out instead")
+				bad(fieldName, "is empty: "+emptyHint)
 			case strings.ContainsAny(s, "\x00\r\n"):
 				bad(fieldName, "must not contain NUL, CR or LF")
 			default:
@@ -349,13 +401,19 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any) (*credRe
 			}
 		case k == "oauthClientSecret" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil:
 			s, ok := v.(string)
-			if !ok || s == "" {
+			if ok && s == "" && merge {
+				bad(k, "is empty: "+emptyHint)
+			} else if !ok || s == "" {
 				bad(k, "must be a non-empty string")
 			} else {
 				rec.OAuthClientSecret = s
 			}
 		case k == "oauthPrivateKey" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil && cfg.OAuth.ClientID != "":
 			s, ok := v.(string)
+			if ok && s == "" && merge {
+				bad(k, "is empty: "+emptyHint)
+				continue
+			}
 			if !ok || s == "" {
 				bad(k, "must be a non-empty string: a PEM private key")
 				continue
@@ -369,7 +427,9 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any) (*credRe
 		case k == "oauthIdentityAssertion" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil &&
 			cfg.OAuth.GrantType == contracts.GrantCrossAppAccess:
 			s, ok := v.(string)
-			if !ok || s == "" || strings.ContainsAny(s, " \t\r\n\x00") {
+			if ok && s == "" && merge {
+				bad(k, "is empty: "+emptyHint)
+			} else if !ok || s == "" || strings.ContainsAny(s, " \t\r\n\x00") {
 				bad(k, "must be the identity provider's assertion: one non-empty token without spaces")
 			} else {
 				rec.OAuthIdentityAssertion = s
@@ -423,7 +483,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
 			"configure the server first, then enter its credentials")
 	}
-	rec, err := parseCredentials(&cfg, p.Credentials)
+	rec, err := parseCredentials(&cfg, p.Credentials, p.Merge)
 	if err != nil {
 		return nil, err
 	}
@@ -440,6 +500,25 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, err
 	}
 	rec.Identity = identity(&cfg)
+	if p.Merge && old != nil {
+		if old.Identity != rec.Identity && !old.empty() {
+			// Merging would carry values entered for another command, URL
+			// or directory over to this one.
+			return nil, contracts.WithHint(
+				contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
+					"the stored credentials of %q were entered for a different command, arguments, working directory or URL: a merge cannot keep them", p.Server),
+				"send the whole set without --merge ('pikoctl mcp secret "+p.Server+"')")
+		}
+		merged := old.merge(rec)
+		if merged.sameValues(old) {
+			res := contracts.SecretResult{Server: p.Server, Fields: old.fields(), Cleared: old.empty(), Unchanged: true,
+				Generation: old.Generation, Unprotected: old.unprotected()}
+			res.Warning = unprotectedWarning(res.Unprotected)
+			d.log.Info().Str("server", p.Server).Strs("fields", res.Fields).Uint64("generation", old.Generation).Msg("credentials merged: nothing changed")
+			return res, nil
+		}
+		rec = merged
+	}
 	if old != nil {
 		rec.Generation = old.Generation
 	}
@@ -463,23 +542,14 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	c.recs[p.Server] = rec
 	c.rebuildLocked()
-	res := contracts.SecretResult{Server: p.Server, Fields: []string{}, Cleared: rec.empty(), Generation: rec.Generation,
+	res := contracts.SecretResult{Server: p.Server, Fields: rec.fields(), Cleared: rec.empty(), Generation: rec.Generation,
 		ReconnectRequired: d.sup.Generation(p.Server) != 0, Unprotected: rec.unprotected()}
 	res.Warning = unprotectedWarning(res.Unprotected)
-	for k := range rec.Env {
-		res.Fields = append(res.Fields, "env."+k)
+	verb := "credentials replaced"
+	if p.Merge {
+		verb = "credentials merged"
 	}
-	for k := range rec.Headers {
-		res.Fields = append(res.Fields, "headers."+k)
-	}
-	for field, set := range map[string]bool{"oauthClientSecret": rec.OAuthClientSecret != "",
-		"oauthPrivateKey": rec.OAuthPrivateKey != "", "oauthIdentityAssertion": rec.OAuthIdentityAssertion != ""} {
-		if set {
-			res.Fields = append(res.Fields, field)
-		}
-	}
-	slices.Sort(res.Fields)
-	d.log.Info().Str("server", p.Server).Strs("fields", res.Fields).Uint64("generation", rec.Generation).Msg("credentials replaced")
+	d.log.Info().Str("server", p.Server).Strs("fields", res.Fields).Uint64("generation", rec.Generation).Msg(verb)
 	if len(res.Unprotected) > 0 {
 		d.log.Warn().Str("server", p.Server).Strs("fields", res.Unprotected).Int("min_chars", vault.MinRedactChars).
 			Msg("credentials too short to redact: they may appear in output")

@@ -255,7 +255,7 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	for i := range servers {
 		if cfg, ok := d.serverSettings(servers[i].ID); ok {
-			servers[i].Credentials, servers[i].CredentialGeneration = d.creds.state(&cfg)
+			servers[i].Credentials, servers[i].CredentialGeneration, servers[i].CredentialFields = d.creds.state(&cfg)
 		}
 	}
 	d.markPaused(servers)

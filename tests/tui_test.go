@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -377,29 +378,37 @@ func TestTUICredentials(t *testing.T) {
 
 	// Blank: nothing is sent, the stored credentials stay.
 	screen.press("v")
-	screen.waitFor("Credentials are stored")
+	screen.waitFor("Stored: env.FX_TOKEN")
 	screen.press("\x13")
 	screen.waitFor("unchanged")
 	if st := serverStatus(t, d, "fx"); st.Credentials != "stored" || st.CredentialGeneration != 1 {
 		t.Errorf("after a blank form: credentials %q generation %d, want stored, 1", st.Credentials, st.CredentialGeneration)
 	}
 
-	// Replacing stored credentials asks to store again first.
+	// A partial entry is merged: the form names what is stored, a row
+	// with a name but a blank value sends nothing, and the new variable
+	// is added beside the stored one, which keeps its value.
 	canary2 := newCanary(t, true)
 	screen.press("v")
-	screen.waitFor("Credentials are stored")
+	screen.waitFor("Stored: env.FX_TOKEN")
 	screen.press("FX_TOKEN")
 	screen.waitFor("FX_TOKEN")
+	screen.press("\t\t")
+	screen.press("OTHER_TOKEN")
+	screen.waitFor("OTHER_TOKEN")
 	screen.press("\t")
 	screen.press(canary2)
 	screen.waitFor(strings.Repeat("*", len(canary2)))
 	screen.press("\x13")
-	screen.waitFor("store again to confirm")
-	if st := serverStatus(t, d, "fx"); st.CredentialGeneration != 1 {
-		t.Fatalf("the first store over stored credentials sent them: generation %d", st.CredentialGeneration)
+	screen.waitFor("stored env.FX_TOKEN, env.OTHER_TOKEN for fx (generation 2)")
+	if st := serverStatus(t, d, "fx"); st.CredentialGeneration != 2 || !slices.Equal(st.CredentialFields, []string{"env.FX_TOKEN", "env.OTHER_TOKEN"}) {
+		t.Fatalf("after a partial entry: generation %d fields %q, want 2 [env.FX_TOKEN env.OTHER_TOKEN]", st.CredentialGeneration, st.CredentialFields)
 	}
-	screen.press("\x13")
-	screen.waitFor("stored env.FX_TOKEN for fx (generation 2)")
+	screen.press("r")
+	screen.waitFor("fx connected")
+	if env := readEnvFile(t, envFile); env["FX_TOKEN"] != canary || env["OTHER_TOKEN"] != canary2 {
+		t.Errorf("after reconnecting: FX_TOKEN kept %t, OTHER_TOKEN set %t; want both", env["FX_TOKEN"] == canary, env["OTHER_TOKEN"] == canary2)
+	}
 
 	screen.press("q")
 	out, code := p.wait(t)

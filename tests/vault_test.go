@@ -1124,3 +1124,109 @@ func TestVaultUnlock(t *testing.T) {
 		t.Errorf("after unlocking: credentials %q generation %d, want stored 1", st.Credentials, st.CredentialGeneration)
 	}
 }
+
+// TestVaultMerge stores credentials with "merge": given fields replace or
+// add to the stored ones, the others stay, nothing new keeps the
+// generation, an empty value is refused, and a merge never carries
+// credentials over to another identity. Results, status, errors and the
+// log name fields, never values.
+func TestVaultMerge(t *testing.T) {
+	t.Parallel()
+	d := vaultDaemon(t)
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "fx.env")
+	base := stdioFixture("fx", "--env-file", envFile)
+	configureMCP(t, d, mcpSettings(t, base))
+	a, b, a2, c := newCanary(t, false), newCanary(t, false), newCanary(t, false), newCanary(t, false)
+	canaries := []string{a, b, a2, c}
+	merge := func(creds map[string]any) contracts.SecretResult {
+		t.Helper()
+		var res contracts.SecretResult
+		raw := d.call(t, contracts.MethodSecret, contracts.SecretParams{Extension: "mcp", Server: "fx", Credentials: creds, Merge: true})
+		assertNoLeak(t, "the merge result", raw, canaries...)
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatalf("decoding %s: %v", raw, err)
+		}
+		return res
+	}
+	wantStatus := func(what string, gen uint64, fields ...string) {
+		t.Helper()
+		st := serverStatus(t, d, "fx")
+		if st.Credentials != "stored" || st.CredentialGeneration != gen || !slices.Equal(st.CredentialFields, fields) {
+			t.Errorf("%s: status credentials %q generation %d fields %q, want stored %d %q",
+				what, st.Credentials, st.CredentialGeneration, st.CredentialFields, gen, fields)
+		}
+		assertNoLeak(t, "status", mustJSON(t, st), canaries...)
+	}
+
+	// A merge with nothing stored stores what it is given.
+	if res := merge(map[string]any{"env": map[string]string{"A_TOKEN": a}}); res.Generation != 1 || res.Unchanged ||
+		!slices.Equal(res.Fields, []string{"env.A_TOKEN"}) {
+		t.Errorf("first merge = %+v, want env.A_TOKEN at generation 1", res)
+	}
+	// A second field is added; the first stays.
+	if res := merge(map[string]any{"env": map[string]string{"B_TOKEN": b}}); res.Generation != 2 || res.Unchanged ||
+		!slices.Equal(res.Fields, []string{"env.A_TOKEN", "env.B_TOKEN"}) {
+		t.Errorf("adding B_TOKEN = %+v, want both fields at generation 2", res)
+	}
+	wantStatus("after adding", 2, "env.A_TOKEN", "env.B_TOKEN")
+	// Replacing one keeps the other.
+	merge(map[string]any{"env": map[string]string{"A_TOKEN": a2}})
+	// The same value again, or nothing: no write, no new generation.
+	for _, creds := range []map[string]any{{"env": map[string]string{"A_TOKEN": a2}}, {}} {
+		if res := merge(creds); res.Generation != 3 || !res.Unchanged || !slices.Equal(res.Fields, []string{"env.A_TOKEN", "env.B_TOKEN"}) {
+			t.Errorf("merging nothing new (%d fields) = %+v, want unchanged at generation 3", len(creds), res)
+		}
+	}
+	wantStatus("after merging nothing new", 3, "env.A_TOKEN", "env.B_TOKEN")
+
+	// The server gets the merged set.
+	connectServer(t, d, "fx")
+	if env := readEnvFile(t, envFile); env["A_TOKEN"] != a2 || env["B_TOKEN"] != b {
+		t.Errorf("the server got A_TOKEN %t B_TOKEN %t, want the replaced A and the kept B", env["A_TOKEN"] == a2, env["B_TOKEN"] == b)
+	}
+	// A change while connected says a reconnect is needed.
+	if res := merge(map[string]any{"env": map[string]string{"C_TOKEN": c}}); res.Generation != 4 || !res.ReconnectRequired {
+		t.Errorf("merging while connected = %+v, want generation 4 and a reconnect", res)
+	}
+
+	// An empty value is refused with the way to remove a field.
+	e := d.callErr(t, contracts.MethodSecret, contracts.SecretParams{Extension: "mcp", Server: "fx",
+		Credentials: map[string]any{"env": map[string]string{"A_TOKEN": ""}}, Merge: true})
+	said := false
+	if e.Data != nil {
+		for _, p := range e.Data.Problems {
+			said = said || p.Field == "env.A_TOKEN" && strings.Contains(p.Message, `without "merge"`)
+		}
+	}
+	if e.Reason() != "invalid_credentials" || !said {
+		t.Errorf("empty value in a merge: %s, want invalid_credentials saying to replace without merge", mustJSON(t, e))
+	}
+	wantStatus("after a refused merge", 4, "env.A_TOKEN", "env.B_TOKEN", "env.C_TOKEN")
+
+	// pikoctl mcp secret --merge.
+	in := mustJSON(t, map[string]any{"env": map[string]string{"B_TOKEN": a}})
+	stdout, stderr, code := runCtl(t, d, string(in), "mcp", "secret", "--merge", "fx")
+	if code != 0 || !strings.Contains(stdout, "stored env.A_TOKEN, env.B_TOKEN, env.C_TOKEN for fx (generation 5)") {
+		t.Errorf("pikoctl mcp secret --merge: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	assertNoLeak(t, "pikoctl's output", []byte(stdout+stderr), canaries...)
+
+	// Stored for another identity: a merge refuses to carry them over.
+	d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "fx"})
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--env-file", envFile, "--tools", "4")))
+	e = d.callErr(t, contracts.MethodSecret, contracts.SecretParams{Extension: "mcp", Server: "fx",
+		Credentials: map[string]any{"env": map[string]string{"C_TOKEN": c}}, Merge: true})
+	if e.Reason() != "credentials_reenter" {
+		t.Errorf("merge over credentials of another identity: %s, want credentials_reenter", mustJSON(t, e))
+	}
+	if st := serverStatus(t, d, "fx"); st.Credentials != "reenter" || st.CredentialGeneration != 5 {
+		t.Errorf("after the refused merge: %q generation %d, want reenter 5", st.Credentials, st.CredentialGeneration)
+	}
+
+	log, err := os.ReadFile(d.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeak(t, "the daemon log", log, canaries...)
+}

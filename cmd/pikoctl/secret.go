@@ -33,9 +33,10 @@ func (a *app) readPrivate(prompt string) ([]byte, error) {
 }
 
 func (a *app) newSecretCmd() *cobra.Command {
-	return &cobra.Command{
+	var merge bool
+	cmd := &cobra.Command{
 		Use:   "secret SERVER",
-		Short: "Replace a server's private credentials (JSON from stdin or a masked prompt)",
+		Short: "Replace (or with --merge, add to) a server's private credentials (JSON from stdin or a masked prompt)",
 		Long: `secret stores one JSON object of credentials for SERVER in the vault:
 
   stdio servers:   {"env":{"NAME":"VALUE"}}
@@ -51,6 +52,12 @@ credentials are bound to the server's command, arguments and working
 directory (or URL): if those change, pikod stops sending them until you
 enter them again. A connected server keeps its old credentials until you
 disconnect and connect it.
+
+With --merge the fields given replace or add to the stored ones and the
+others stay as stored: {"env":{"NEW_TOKEN":"VALUE"}} adds one variable
+and keeps the rest. A merge cannot remove a field (an empty value is
+refused: send the whole set without --merge) and, when nothing changes,
+writes nothing and keeps the generation.
 
 pikod removes every stored value from what it writes (results, errors,
 status, logs), but only values of at least 6 characters: a shorter one
@@ -75,7 +82,7 @@ status, logs), but only values of at least 6 characters: a shorter one
 			}
 			var raw json.RawMessage
 			if err := a.call(cmd.Context(), contracts.MethodSecret,
-				contracts.SecretParams{Extension: contracts.ExtensionMCP, Server: args[0], Credentials: obj}, &raw); err != nil {
+				contracts.SecretParams{Extension: contracts.ExtensionMCP, Server: args[0], Credentials: obj, Merge: merge}, &raw); err != nil {
 				return err
 			}
 			var res contracts.SecretResult
@@ -90,9 +97,12 @@ status, logs), but only values of at least 6 characters: a shorter one
 			if a.jsonOut {
 				return printRaw(a.stdout, raw)
 			}
-			if res.Cleared {
+			switch {
+			case res.Unchanged:
+				fmt.Fprintf(a.stdout, "nothing changed: %s keeps %s (generation %d)\n", clean(res.Server), clean(strings.Join(res.Fields, ", ")), res.Generation)
+			case res.Cleared:
 				fmt.Fprintf(a.stdout, "cleared the credentials of %s (generation %d)\n", clean(res.Server), res.Generation)
-			} else {
+			default:
 				fmt.Fprintf(a.stdout, "stored %s for %s (generation %d)\n", clean(strings.Join(res.Fields, ", ")), clean(res.Server), res.Generation)
 			}
 			if res.ReconnectRequired {
@@ -102,6 +112,8 @@ status, logs), but only values of at least 6 characters: a shorter one
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&merge, "merge", false, "add to or replace the fields given and keep the other stored ones")
+	return cmd
 }
 
 func (a *app) newVaultCmd() *cobra.Command {

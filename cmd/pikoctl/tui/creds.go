@@ -15,20 +15,23 @@ import (
 // credForm is the masked credential entry of one server: rows of a name
 // (plain: an environment variable or header name, not a secret) and a
 // value (masked), plus the OAuth client secret when the server's settings
-// configure OAuth. What is sent replaces the server's stored credentials
-// (extensions.secret); when every value is blank nothing is sent and the
-// stored ones stay.
+// configure OAuth. What is sent is merged into the server's stored
+// credentials (extensions.secret with merge): the rows with a value
+// replace or add those fields, blank rows send nothing and the stored
+// fields not named stay; when every value is blank nothing is sent.
+// Credentials stored for another identity (reenter) are replaced instead:
+// a merge cannot keep them.
 type credForm struct {
 	server    string
 	transport string
 	// stored is the server's credential state from status (none, stored,
 	// reenter, unknown).
 	stored string
+	// fields names the stored fields (env.NAME, headers.NAME, ...) from
+	// status; never values.
+	fields []string
 	rows   []credRow
 	focus  int
-	// confirmed: the owner was told that storing replaces the stored
-	// credentials and asked to store again.
-	confirmed bool
 }
 
 // credRow is one field: kind is env, headers or oauthClientSecret (which
@@ -47,7 +50,7 @@ const (
 )
 
 func (m *model) newCredForm(s contracts.ServerStatus) *credForm {
-	f := &credForm{server: s.ID, transport: s.Transport, stored: s.Credentials}
+	f := &credForm{server: s.ID, transport: s.Transport, stored: s.Credentials, fields: s.CredentialFields}
 	nameInput := func(prefill string) textinput.Model {
 		in := textinput.New()
 		in.Prompt = ""
@@ -219,12 +222,8 @@ func (m *model) credKey(msg tea.KeyMsg) tea.Cmd {
 		return m.submitCreds()
 	}
 	in := f.at(f.focus)
-	before := in.Value()
 	var cmd tea.Cmd
 	*in, cmd = in.Update(msg)
-	if in.Value() != before {
-		f.confirmed = false
-	}
 	return cmd
 }
 
@@ -237,22 +236,20 @@ func (m *model) submitCreds() tea.Cmd {
 		m.setFlash(err.Error(), true)
 		return nil
 	}
-	if creds != nil && f.stored == "stored" && !f.confirmed {
-		// extensions.secret replaces the whole set: say so once.
-		f.confirmed = true
-		m.setFlash("this replaces every stored credential of "+f.server+": store again to confirm", true)
-		return nil
-	}
 	m.creds = nil
 	if creds == nil {
 		m.setFlash("nothing entered: the stored credentials of "+f.server+" are unchanged", false)
 		return nil
 	}
 	server := f.server
+	// Merge keeps the stored fields the form does not name; credentials
+	// stored for another identity cannot be kept, so those are replaced.
+	merge := f.stored != "reenter"
 	m.setFlash("storing the credentials of "+server+"...", false)
 	return func() tea.Msg {
 		var res contracts.SecretResult
-		err := m.call(contracts.MethodSecret, contracts.SecretParams{Extension: contracts.ExtensionMCP, Server: server, Credentials: creds}, &res)
+		err := m.call(contracts.MethodSecret, contracts.SecretParams{Extension: contracts.ExtensionMCP, Server: server,
+			Credentials: creds, Merge: merge}, &res)
 		return secretMsg{server: server, res: res, err: err}
 	}
 }
@@ -270,6 +267,10 @@ func (m *model) secretStored(msg secretMsg) tea.Cmd {
 		return nil
 	}
 	r := msg.res
+	if r.Unchanged {
+		m.setFlash(fmt.Sprintf("nothing changed: the credentials of %s are as stored (generation %d)", r.Server, r.Generation), false)
+		return nil
+	}
 	text := fmt.Sprintf("stored %s for %s (generation %d)", strings.Join(r.Fields, ", "), r.Server, r.Generation)
 	if r.ReconnectRequired {
 		text += "; r reconnects to use them"
@@ -287,10 +288,11 @@ func (m *model) credBody() []string {
 	out := []string{m.st.title.Render("Credentials of " + safe(f.server) + " (" + safe(f.transport) + ")"), ""}
 	switch f.stored {
 	case "stored":
-		out = append(out, "Credentials are stored. What you enter here replaces all of them;")
-		out = append(out, "leave every value blank to keep them.")
+		out = append(out, ansi.Truncate("Stored: "+safe(strings.Join(f.fields, ", ")), 78, "…"))
+		out = append(out, "A value you enter replaces or adds that field; blank rows keep what is stored.")
 	case "reenter":
 		out = append(out, "Stored credentials belong to an earlier command, URL or directory: enter them again.")
+		out = append(out, "What you enter replaces them all.")
 	default:
 		out = append(out, "Enter the credentials pikod passes to this server; blank values are not sent.")
 	}

@@ -552,14 +552,21 @@ func TestCredentialForm(t *testing.T) {
 	if b, _ := json.Marshal(creds); string(b) != `{"oauthClientSecret":"client-secret-1"}` {
 		t.Errorf("credentials sent: %s", b)
 	}
-	// web has stored credentials: the first store says it replaces them
-	// all, the second sends.
-	m.creds.stored = "stored"
-	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS}); cmd != nil || m.creds == nil || !strings.Contains(m.flash, "replaces every stored credential of web") {
-		t.Errorf("storing over stored credentials: cmd %v, flash %q; want a confirmation first", cmd != nil, m.flash)
+	// web has stored credentials: the form names the stored fields (never
+	// values) and says blank rows keep them; one store sends (a merge:
+	// there is nothing to confirm).
+	m.creds.stored, m.creds.fields = "stored", []string{"headers.X-Api-Key", "oauthClientSecret"}
+	body := strings.Join(m.credBody(), "\n")
+	if !strings.Contains(body, "Stored: headers.X-Api-Key, oauthClientSecret") || !strings.Contains(body, "blank rows keep what is stored") {
+		t.Errorf("the form over stored credentials should name them and say blank keeps them:\n%s", body)
 	}
 	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyCtrlS}); cmd == nil || m.creds != nil {
-		t.Errorf("the confirming store did not send")
+		t.Errorf("storing over stored credentials: cmd %v, flash %q; want it sent at once", cmd != nil, m.flash)
+	}
+	m.Update(secretMsg{server: "web", res: contracts.SecretResult{Server: "web", Fields: []string{"headers.X-Api-Key", "oauthClientSecret"},
+		Unchanged: true, Generation: 1}})
+	if !strings.Contains(m.flash, "nothing changed") {
+		t.Errorf("after a merge that changed nothing: flash %q", m.flash)
 	}
 	m.Update(secretMsg{server: "web", res: contracts.SecretResult{Server: "web", Fields: []string{"oauthClientSecret"}, Generation: 2, ReconnectRequired: true}})
 	if !strings.Contains(m.flash, "stored oauthClientSecret for web (generation 2)") {
