@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -51,15 +53,17 @@ func refuse(code int, format string, a ...any) *RequestError {
 }
 
 // clientCapabilities are what pikod declares to a server: roots only when
-// the settings list some (a change of them changes the settings and so
-// reconnects: listChanged is not promised), elicitation (form and url)
-// only with elicitation: true, sampling only with sampling: true.
+// the settings list some, with listChanged (a change of the roots alone
+// keeps the connection and sends notifications/roots/list_changed, see
+// Supervisor.Apply; adding the first roots or removing the last changes
+// this declaration, and so reconnects), elicitation (form and url) only
+// with elicitation: true, sampling only with sampling: true.
 func clientCapabilities(cfg *contracts.ServerSettings) mcp.ClientCapabilities {
 	var caps mcp.ClientCapabilities
 	if len(cfg.Roots) > 0 {
 		caps.Roots = &struct {
 			ListChanged bool `json:"listChanged,omitempty"`
-		}{}
+		}{ListChanged: true}
 	}
 	if cfg.Elicitation {
 		caps.Elicitation = &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}
@@ -68,6 +72,54 @@ func clientCapabilities(cfg *contracts.ServerSettings) mcp.ClientCapabilities {
 		caps.Sampling = &mcp.SamplingCapability{}
 	}
 	return caps
+}
+
+// restDigest is the digest of cfg without its roots.
+func restDigest(cfg *contracts.ServerSettings) string {
+	rest := *cfg
+	rest.Roots = nil
+	return rest.Digest()
+}
+
+// rootsOnly reports whether cfg differs from the session's settings in its
+// roots alone, the session having roots and cfg still some: the declared
+// capabilities stay the same, so the connection can stay.
+func (s *session) rootsOnly(cfg *contracts.ServerSettings) bool {
+	return len(*s.roots.Load()) > 0 && len(cfg.Roots) > 0 && s.rest == restDigest(cfg)
+}
+
+// retarget makes cfg (whose roots alone differ, see rootsOnly) the
+// session's settings: roots/list answers its roots from now on, and
+// approvals bind to its digest (actions prepared before are stale).
+// It returns the live connection to tell, nil when there is none.
+func (s *session) retarget(cfg *contracts.ServerSettings) *conn {
+	roots := slices.Clone(cfg.Roots)
+	s.roots.Store(&roots)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.digest = cfg.Digest()
+	return s.conn
+}
+
+// rootsChanged sends notifications/roots/list_changed, so that the server
+// asks roots/list again. A 2026-07-28 connection has no session to tell:
+// its server asks for roots with each input_required and gets the current
+// ones. A failure to send is logged; the roots are current all the same.
+func (c *conn) rootsChanged() {
+	if mcp.IsModernProtocol(c.protocol) {
+		return
+	}
+	n := mcp.JSONRPCNotification{
+		JSONRPC:      mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: mcp.MethodNotificationRootsListChanged},
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if err := c.client.GetTransport().SendNotification(ctx, n); err != nil {
+		c.s.log.Warn().Str("problem", c.s.sup.clean(err.Error(), 300)).Msg("notifications/roots/list_changed not sent")
+		return
+	}
+	c.s.log.Info().Int("roots", len(*c.s.roots.Load())).Msg("roots changed: notifications/roots/list_changed sent")
 }
 
 // callTrack is one tools/call in flight on a connection, for the server
@@ -169,11 +221,12 @@ func (c *conn) answer(ctx context.Context, method string, params json.RawMessage
 	case string(mcp.MethodPing):
 		return json.RawMessage(`{}`), nil
 	case string(mcp.MethodListRoots):
-		if len(cfg.Roots) == 0 {
+		current := *c.s.roots.Load()
+		if len(current) == 0 {
 			return nil, refuse(mcp.METHOD_NOT_FOUND, "roots/list: pikod offers no roots to server %q (its settings list none)", id)
 		}
-		roots := make([]mcp.Root, 0, len(cfg.Roots))
-		for _, r := range cfg.Roots {
+		roots := make([]mcp.Root, 0, len(current))
+		for _, r := range current {
 			roots = append(roots, mcp.Root{URI: r.URI, Name: r.Name})
 		}
 		return json.Marshal(mcp.ListRootsResult{Roots: roots})

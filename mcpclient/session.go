@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,15 +23,26 @@ import (
 )
 
 // session is one configured server: its settings (fixed for the session's
-// life; changed settings get a new session) and at most one live connection.
+// life, but for its roots; changed settings get a new session) and at most
+// one live connection.
 type session struct {
-	sup    *Supervisor
-	cfg    contracts.ServerSettings
-	digest string
-	log    zerolog.Logger
+	sup *Supervisor
+	// cfg never changes; its Roots are those the session started with:
+	// read the current ones from roots.
+	cfg contracts.ServerSettings
+	// rest is the digest of cfg without its roots: a change of the roots
+	// alone (see Supervisor.Apply) keeps the session.
+	rest string
+	// roots are the roots roots/list answers with now; a roots-only
+	// settings change replaces them (never mutated in place).
+	roots atomic.Pointer[[]contracts.Root]
+	log   zerolog.Logger
 
 	// mu guards the fields that follow.
-	mu         sync.Mutex
+	mu sync.Mutex
+	// digest is the digest of the settings in force (cfg's, or with the
+	// roots a later Apply set): what approvals bind to.
+	digest     string
 	state      string
 	lastErr    string
 	setup      *setupCall    // the connect in progress, shared by its callers
@@ -139,10 +151,12 @@ type conn struct {
 }
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
-	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(),
+	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(), rest: restDigest(&cfg),
 		log:   sup.log.With().Str("server", cfg.ID).Logger(),
 		ended: make(chan struct{}), slots: make(chan struct{}, sup.opts.MaxPerServer),
 		logs: newLogRing(sup.opts.LogEntries, sup.opts.LogBytes)}
+	roots := slices.Clone(cfg.Roots)
+	s.roots.Store(&roots)
 	s.state = contracts.StateIdle
 	if !cfg.IsEnabled() {
 		s.state = contracts.StateDisabled

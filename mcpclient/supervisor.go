@@ -222,18 +222,36 @@ func clip(s string, n int) string {
 
 // Apply replaces the configured servers. Servers whose settings changed or
 // that were removed are stopped (returned in disconnected when they had a
-// live connection); unchanged servers keep their connections. Nothing new
-// connects.
+// live connection); unchanged servers keep their connections. A server
+// whose roots alone changed (it had some and still has) keeps its
+// connection too: roots/list answers the new roots, the server is sent
+// notifications/roots/list_changed, and actions prepared under the old
+// settings are stale (their settings digest no longer matches). Nothing
+// new connects.
 func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []string) {
 	s.mu.Lock()
 	next := map[string]*session{}
 	order := make([]string, 0, len(servers))
 	var stop []*session
+	var tell []*conn
 	for _, cfg := range servers {
 		order = append(order, cfg.ID)
-		if old, ok := s.sessions[cfg.ID]; ok && old.digest == cfg.Digest() {
-			next[cfg.ID] = old
-			continue
+		if old, ok := s.sessions[cfg.ID]; ok {
+			old.mu.Lock()
+			same := old.digest == cfg.Digest()
+			old.mu.Unlock()
+			if same {
+				next[cfg.ID] = old
+				continue
+			}
+			if old.rootsOnly(&cfg) {
+				// Only the roots changed: the connection stays, and hears.
+				next[cfg.ID] = old
+				if c := old.retarget(&cfg); c != nil {
+					tell = append(tell, c)
+				}
+				continue
+			}
 		}
 		next[cfg.ID] = newSession(s, cfg)
 	}
@@ -254,6 +272,13 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []s
 	// Stopped in parallel: each may take its full stop sequence (seconds).
 	was := make([]bool, len(stop))
 	var wg sync.WaitGroup
+	for _, c := range tell {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.rootsChanged()
+		}()
+	}
 	for i, old := range stop {
 		wg.Add(1)
 		go func() {
