@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -325,9 +326,11 @@ func TestSocketConnectionLimit(t *testing.T) {
 				!strings.Contains(resp.Error.Message, "256") || resp.Error.Code != 1009 {
 				t.Errorf("connection %d refused with %+v (data %+v), want code 1009, reason too_many_connections and the limit", i+1, resp.Error, resp.Error.Data)
 			}
-			// Then the connection ends.
-			if _, err := r.ReadBytes('\n'); err != io.EOF {
-				t.Errorf("connection %d: after the refusal got %v, want EOF", i+1, err)
+			// Then the connection ends: EOF, or a reset when the hello
+			// arrived after pikod had discarded what was queued and
+			// before it closed (the refusal was read either way).
+			if _, err := r.ReadBytes('\n'); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("connection %d: after the refusal got %v, want the connection ended", i+1, err)
 			}
 		default:
 			if wrong++; wrong <= 3 {
