@@ -1084,14 +1084,7 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	n := len(m.status.Servers)
 	switch {
-	case key.Matches(msg, k.Up):
-		m.srvCursor = clamp(m.srvCursor-1, n)
-	case key.Matches(msg, k.Down):
-		m.srvCursor = clamp(m.srvCursor+1, n)
-	case key.Matches(msg, k.Top):
-		m.srvCursor = 0
-	case key.Matches(msg, k.Bottom):
-		m.srvCursor = clamp(n-1, n)
+	case moveCursor(msg, k, &m.srvCursor, n):
 	}
 	s, ok := m.selectedServer()
 	if !ok {
@@ -1209,14 +1202,7 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 	tools, _ := m.listed()
 	n := len(tools)
 	switch {
-	case key.Matches(msg, k.Up):
-		m.catCursor = clamp(m.catCursor-1, n)
-	case key.Matches(msg, k.Down):
-		m.catCursor = clamp(m.catCursor+1, n)
-	case key.Matches(msg, k.Top):
-		m.catCursor = 0
-	case key.Matches(msg, k.Bottom):
-		m.catCursor = clamp(n-1, n)
+	case moveCursor(msg, k, &m.catCursor, n):
 	case key.Matches(msg, k.Search):
 		m.searching = true
 		return m.search.Focus()
@@ -1262,14 +1248,7 @@ func (m *model) actionsKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	n := len(m.actions)
 	switch {
-	case key.Matches(msg, k.Up):
-		m.actCursor = clamp(m.actCursor-1, n)
-	case key.Matches(msg, k.Down):
-		m.actCursor = clamp(m.actCursor+1, n)
-	case key.Matches(msg, k.Top):
-		m.actCursor = 0
-	case key.Matches(msg, k.Bottom):
-		m.actCursor = clamp(n-1, n)
+	case moveCursor(msg, k, &m.actCursor, n):
 	case key.Matches(msg, k.Open), key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
 		// Every decision starts from the review, which shows what
 		// approving sends.
@@ -1304,14 +1283,7 @@ func (m *model) requestsKey(msg tea.KeyMsg) tea.Cmd {
 	}
 	n := len(m.requests)
 	switch {
-	case key.Matches(msg, k.Up):
-		m.reqCursor = clamp(m.reqCursor-1, n)
-	case key.Matches(msg, k.Down):
-		m.reqCursor = clamp(m.reqCursor+1, n)
-	case key.Matches(msg, k.Top):
-		m.reqCursor = 0
-	case key.Matches(msg, k.Bottom):
-		m.reqCursor = clamp(n-1, n)
+	case moveCursor(msg, k, &m.reqCursor, n):
 	case key.Matches(msg, k.Open), key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
 		// Every answer starts from the request read whole.
 		if m.reqCursor < n {
@@ -1497,4 +1469,22 @@ func newStyles(p termenv.Profile) styles {
 		warn:      r.NewStyle().Foreground(lipgloss.Color("214")),
 		help:      r.NewStyle().Foreground(lipgloss.Color("245")),
 	}
+}
+
+// moveCursor moves a list's cursor for the up, down, top and bottom keys
+// and reports whether msg was one of them.
+func moveCursor(msg tea.KeyMsg, k keyMap, cur *int, n int) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		*cur = clamp(*cur-1, n)
+	case key.Matches(msg, k.Down):
+		*cur = clamp(*cur+1, n)
+	case key.Matches(msg, k.Top):
+		*cur = 0
+	case key.Matches(msg, k.Bottom):
+		*cur = clamp(n-1, n)
+	default:
+		return false
+	}
+	return true
 }
