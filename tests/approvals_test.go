@@ -618,7 +618,7 @@ func approvalDaemon(t testing.TB, extra ...srv) (d *daemon, callLog string) {
 // with stdin from a pipe.
 func runCtlNoTTY(t testing.TB, d *daemon, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return runCtlOpts(t, d.socket, ctlOpts{noTTY: true}, stdin, args...)
+	return runCtlOpts(t, d.socket, ctlOpts{}, stdin, args...)
 }
 
 // approvePrompt ends the question pikoctl mcp approve asks at the

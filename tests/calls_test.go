@@ -412,6 +412,7 @@ func ctlProgress(t testing.TB, d *daemon, stdin string, args ...string) *progres
 	p := &progressRun{tty: newNotifyBuffer(), done: make(chan struct{})}
 	p.cmd = exec.Command(pikoctlBin, append([]string{"--socket", d.socket}, args...)...)
 	p.cmd.Env = minimalEnv(t.TempDir())
+	detach(p.cmd)
 	p.cmd.Stdin = strings.NewReader(stdin)
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = slave

@@ -504,6 +504,7 @@ func startCtl(t testing.TB, d *daemon, args ...string) *ctlProc {
 	p := &ctlProc{done: make(chan struct{})}
 	p.cmd = exec.Command(pikoctlBin, append([]string{"--socket", d.socket}, args...)...)
 	p.cmd.Env = minimalEnv(t.TempDir())
+	detach(p.cmd)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -913,6 +913,7 @@ func TestPikodFlags(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, pikodBin, c.args...)
 			cmd.Env = minimalEnv(t.TempDir())
+			detach(cmd)
 			var out, errb bytes.Buffer
 			cmd.Stdout = &out
 			cmd.Stderr = &errb

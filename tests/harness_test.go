@@ -302,6 +302,7 @@ func (d *daemon) spawn(t testing.TB) *proc {
 	p.cmd.Env = d.env
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
+	detach(p.cmd)
 	for _, hook := range d.cmdHooks {
 		hook(p.cmd)
 	}
@@ -521,9 +522,18 @@ func runCtlSocket(t testing.TB, socket, stdin string, args ...string) (stdout, s
 type ctlOpts struct {
 	// env is added to the minimal environment.
 	env []string
-	// noTTY starts pikoctl in a new session, without a controlling
-	// terminal.
-	noTTY bool
+}
+
+// detach starts cmd in a session of its own, without a controlling
+// terminal: whatever terminal 'go test' was started from (a person's
+// shell, tmux, none in CI), the command cannot prompt on it or pass the
+// daemon's terminal checks through it. Tests that need a terminal drive
+// their own pseudo-terminal (startTTY).
+func detach(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
 }
 
 // runCtlOpts runs pikoctl with --socket socket and stdin as its input,
@@ -535,9 +545,7 @@ func runCtlOpts(t testing.TB, socket string, o ctlOpts, stdin string, args ...st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pikoctlBin, append([]string{"--socket", socket}, args...)...)
 	cmd.Env = append(minimalEnv(t.TempDir()), o.env...)
-	if o.noTTY {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	}
+	detach(cmd)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out

@@ -573,6 +573,7 @@ func TestOAuthPaste(t *testing.T) {
 	o.configure(t, "legacy", "")
 	cmd := exec.Command(pikoctlBin, "--socket", o.d.socket, "mcp", "auth", "o", "--paste")
 	cmd.Env = minimalEnv(t.TempDir())
+	detach(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
