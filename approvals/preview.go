@@ -373,6 +373,12 @@ func objectOf(fields map[string]json.RawMessage) json.RawMessage {
 	return append(out, '}')
 }
 
+// NoticeContent is a content array of one text block: pikod's own words
+// where a result cannot be shown.
+func NoticeContent(text string) json.RawMessage {
+	return json.RawMessage("[" + string(textBlock(text)) + "]")
+}
+
 func textBlock(text string) json.RawMessage {
 	return json.RawMessage(`{"type":"text","text":` + string(marshalString(text)) + `}`)
 }

@@ -551,9 +551,7 @@ func (s *SourceStore) Read(id string, offset, length int64) (contracts.SourceRea
 		return contracts.SourceReadResult{}, err
 	}
 	if rec.Evicted {
-		return contracts.SourceReadResult{}, contracts.Errorf(contracts.ErrNotFound, "source_evicted",
-			"source %s was evicted at %s to keep retained sources under their cap (%d bytes); its result is no longer available",
-			id, rec.EvictedAt.Format(time.RFC3339), s.cap)
+		return contracts.SourceReadResult{}, s.evicted(rec)
 	}
 	res := contracts.SourceReadResult{SourceID: id, Offset: offset, Total: rec.Chars}
 	if offset >= rec.Chars {
@@ -684,4 +682,40 @@ func getSource(meta *bolt.Bucket, id []byte) (sourceRecord, error) {
 		return rec, fmt.Errorf("source %s has unreadable metadata: %w", id, err)
 	}
 	return rec, nil
+}
+
+// Text returns the whole text of source id when it is at most max bytes
+// (an approved call's result rebuilt for the caller who waited on it). A
+// larger one is an error of class ErrResourceExhausted (reason
+// source_too_large): read it in windows with Read. Evicted and unknown
+// sources are errors as for Read.
+func (s *SourceStore) Text(id string, max int64) ([]byte, error) {
+	rec, err := s.record(id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rec.Evicted:
+		return nil, s.evicted(rec)
+	case rec.Bytes > max:
+		return nil, contracts.Errorf(contracts.ErrResourceExhausted, "source_too_large",
+			"source %s holds %d bytes, more than the %d read at once: read it in windows with source.read", id, rec.Bytes, max)
+	case rec.Inline:
+		return s.inlineData(rec)
+	}
+	text, err := os.ReadFile(filepath.Join(s.dir, id))
+	if err != nil {
+		return nil, damaged(id, "its file cannot be read")
+	}
+	if int64(len(text)) != rec.Bytes {
+		return nil, damaged(id, "its file is not the length recorded")
+	}
+	return text, nil
+}
+
+// evicted is the error for reading an evicted source.
+func (s *SourceStore) evicted(rec sourceRecord) error {
+	return contracts.Errorf(contracts.ErrNotFound, "source_evicted",
+		"source %s was evicted at %s to keep retained sources under their cap (%d bytes); its result is no longer available",
+		rec.ID, rec.EvictedAt.Format(time.RFC3339), s.cap)
 }

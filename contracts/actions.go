@@ -107,3 +107,18 @@ type ApproveParams struct {
 	Decision   string `json:"decision"`
 	Passphrase string `json:"passphrase,omitempty"`
 }
+
+// MaxActionResultBytes is the largest retained result that
+// extensions.mcp.actions.result rebuilds whole; a larger one is answered
+// with its preview cut short (truncated), to be read with source.read.
+const MaxActionResultBytes = 64 << 20
+
+// extensions.mcp.actions.result {actionId} answers, for an action that has
+// ended (completed, failed, uncertain, or any end without effect), the
+// same CallResult its approver got: status, the bounded preview of the
+// retained result, the receipt, and for an end without a call
+// (rejected, expired, stale) the state as Status with nothing sent. It is
+// how a caller that prepared an action (an agent through pikoctl mcp
+// serve) learns the outcome of the owner's decision. An action still
+// prepared, approved or dispatched is an error of class
+// ErrFailedPrecondition (reason action_pending).

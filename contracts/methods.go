@@ -38,6 +38,7 @@ const (
 	MethodMCPActionsList     = "extensions.mcp.actions.list"
 	MethodMCPActionsReview   = "extensions.mcp.actions.review"
 	MethodMCPActionsApprove  = "extensions.mcp.actions.approve"
+	MethodMCPActionsResult   = "extensions.mcp.actions.result"
 	MethodMCPTrust           = "extensions.mcp.trust"
 	MethodMCPReceipts        = "extensions.mcp.receipts"
 	MethodMCPWatch           = "extensions.mcp.watch"
@@ -125,6 +126,7 @@ var MethodTable = []MethodInfo{
 	{Name: MethodMCPActionsList, Flags: Control},
 	{Name: MethodMCPActionsReview, Flags: Control},
 	{Name: MethodMCPActionsApprove, Flags: Control | TerminalOnly, Exempt: &Exemption{Field: "decision", Value: DecisionReject}},
+	{Name: MethodMCPActionsResult},
 	{Name: MethodMCPReceipts, Flags: Control},
 	{Name: MethodPassphrase, Flags: Control | TerminalOnly},
 	{Name: MethodSourceRead, Flags: Control},

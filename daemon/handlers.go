@@ -32,6 +32,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPActionsList:     d.actionsList,
 		contracts.MethodMCPActionsReview:   d.actionsReview,
 		contracts.MethodMCPActionsApprove:  d.actionsApprove,
+		contracts.MethodMCPActionsResult:   d.actionsResult,
 		contracts.MethodMCPReceipts:        d.receipts,
 		contracts.MethodSourceRead:         d.sourceRead,
 		contracts.MethodSecret:             d.secret,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,13 @@ type Client struct {
 	jc     *jsonrpc2.Conn
 	nextID atomic.Uint64
 	notify atomic.Pointer[func(method string, params json.RawMessage)]
+
+	// observers are the notification functions of calls made with
+	// CallObserved, by request id; nObservers counts them, so that
+	// notifications are looked into only while one is set.
+	obsMu      sync.Mutex
+	observers  map[uint64]func(method string, params json.RawMessage)
+	nObservers atomic.Int32
 }
 
 // Dial connects to the daemon's socket at path. A failure wraps both
@@ -80,11 +88,17 @@ func (c *Client) OnNotification(f func(method string, params json.RawMessage)) {
 
 func (c *Client) handle(ctx context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 	if r.Notif {
-		if f := c.notify.Load(); f != nil && *f != nil {
-			var params json.RawMessage
-			if r.Params != nil {
-				params = *r.Params
+		var params json.RawMessage
+		if r.Params != nil {
+			params = *r.Params
+		}
+		if c.nObservers.Load() > 0 {
+			if f := c.observer(params); f != nil {
+				f(r.Method, params)
+				return
 			}
+		}
+		if f := c.notify.Load(); f != nil && *f != nil {
 			(*f)(r.Method, params)
 		}
 		return
@@ -126,11 +140,51 @@ func (c *Client) CallVerdict(ctx context.Context, grace time.Duration, method st
 	return c.call(ctx, grace, method, params, result)
 }
 
+// CallObserved is CallVerdict whose notifications (the daemon's progress
+// and events that carry this request's id as "requestId") go to observe
+// instead of the OnNotification function. observe runs on the
+// connection's reader, as OnNotification does: it must return quickly.
+func (c *Client) CallObserved(ctx context.Context, grace time.Duration, method string, params, result any, observe func(method string, params json.RawMessage)) error {
+	return c.callID(ctx, grace, c.nextID.Add(1), method, params, result, observe)
+}
+
+// observer returns the observer of the call whose id params names.
+func (c *Client) observer(params json.RawMessage) func(string, json.RawMessage) {
+	var p struct {
+		RequestID *uint64 `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return nil
+	}
+	c.obsMu.Lock()
+	defer c.obsMu.Unlock()
+	return c.observers[*p.RequestID]
+}
+
 func (c *Client) call(ctx context.Context, grace time.Duration, method string, params, result any) error {
+	return c.callID(ctx, grace, c.nextID.Add(1), method, params, result, nil)
+}
+
+func (c *Client) callID(ctx context.Context, grace time.Duration, num uint64, method string, params, result any, observe func(string, json.RawMessage)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	id := jsonrpc2.ID{Num: c.nextID.Add(1)}
+	if observe != nil {
+		c.obsMu.Lock()
+		if c.observers == nil {
+			c.observers = map[uint64]func(string, json.RawMessage){}
+		}
+		c.observers[num] = observe
+		c.obsMu.Unlock()
+		c.nObservers.Add(1)
+		defer func() {
+			c.obsMu.Lock()
+			delete(c.observers, num)
+			c.obsMu.Unlock()
+			c.nObservers.Add(-1)
+		}()
+	}
+	id := jsonrpc2.ID{Num: num}
 	key := strconv.FormatUint(id.Num, 10)
 	c.st.expect(key)
 	defer c.st.forget(key)

@@ -39,6 +39,9 @@ var (
 	// gosdkBin is the server built on the official Go SDK
 	// (tests/fixtures/gosdkserver, a module of its own).
 	gosdkBin string
+	// gosdkClientBin is the official Go SDK's client, driven over
+	// pikoctl mcp serve (tests/fixtures/gosdkclient, a module of its own).
+	gosdkClientBin string
 )
 
 const (
@@ -77,6 +80,7 @@ func runMain(m *testing.M) int {
 	pikoctlBin = filepath.Join(dir, "pikoctl")
 	fixtureBin = filepath.Join(dir, "mcpfixture")
 	gosdkBin = filepath.Join(dir, "gosdkserver")
+	gosdkClientBin = filepath.Join(dir, "gosdkclient")
 	for _, b := range []struct {
 		out, pkg string
 		race     bool
@@ -87,6 +91,7 @@ func runMain(m *testing.M) int {
 		{pikoctlBin, "./cmd/pikoctl", true, ""},
 		{fixtureBin, "./tests/fixtures/mcpfixture", false, ""},
 		{gosdkBin, ".", false, "tests/fixtures/gosdkserver"},
+		{gosdkClientBin, ".", false, "tests/fixtures/gosdkclient"},
 	} {
 		args := []string{"build", "-o", b.out, b.pkg}
 		if b.race {

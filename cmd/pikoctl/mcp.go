@@ -31,7 +31,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newServerEditCmds()...)
 	mcp.AddCommand(a.newToolCmd(), a.newSearchCmd(), a.newImportCmd())
 	mcp.AddCommand(a.newPauseCmds()...)
-	mcp.AddCommand(a.newArtifactCmd())
+	mcp.AddCommand(a.newArtifactCmd(), a.newServeCmd())
 	return mcp
 }
 

@@ -156,13 +156,18 @@ func (a *app) connect(ctx context.Context) (*rpc.Client, error) {
 		if !strings.Contains(err.Error(), socket) {
 			err = fmt.Errorf("connecting to pikod at %s: %w", socket, err)
 		}
-		start := "pikod --instance " + instance
-		if a.socketFlag != "" || a.getenv(contracts.EnvSocket) != "" {
-			start += " --socket " + socket
-		}
-		return nil, contracts.WithHint(err, "start it with 'make run' or '"+start+"'")
+		return nil, contracts.WithHint(err, a.startHint(instance, socket))
 	}
 	return c, nil
+}
+
+// startHint says how to start pikod for instance and socket.
+func (a *app) startHint(instance, socket string) string {
+	start := "pikod --instance " + instance
+	if a.socketFlag != "" || a.getenv(contracts.EnvSocket) != "" {
+		start += " --socket " + socket
+	}
+	return "start it with 'make run' or '" + start + "' (or as a service: 'pikoctl service install')"
 }
 
 // call makes one request on a fresh connection.

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pikod/pikod/approvals"
+	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
+)
+
+// actionsResult serves extensions.mcp.actions.result: the outcome of an
+// action that has ended, as its approver was answered, rebuilt from the
+// ledger, the receipt and the retained result. It decides nothing and
+// sends nothing: any local tool may ask what became of an action.
+func (d *daemon) actionsResult(ctx context.Context, req *rpc.Request) (any, error) {
+	id, err := decodeAction(req)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.ledger.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if a.State == contracts.ActionPrepared {
+		a = d.revalidate(a, d.currentFingerprints(ctx, a.Server, a.Tool, false))
+	}
+	res := contracts.CallResult{Server: a.Server, Tool: a.Tool, ActionID: a.ID, Digest: a.Digest}
+	switch a.State {
+	case contracts.ActionPrepared, contracts.ActionApproved, contracts.ActionDispatched:
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "action_pending",
+			"action %s is %s: it has no result yet", a.ID, a.State), a.Advice())
+	case contracts.ActionRejected, contracts.ActionExpired, contracts.ActionStale:
+		res.Status, res.NotSent = a.State, true
+		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrFailedPrecondition, "action_"+a.State, "%s", endMessage(a)))
+		return res, nil
+	}
+	res.ReceiptKind = a.Kind
+	res.ReceiptID = a.ReceiptID
+	res.NotSent = a.NotSent
+	status := a.State
+	if a.ReceiptID != "" {
+		rec, err := d.ledger.Receipt(a.ReceiptID)
+		if err != nil {
+			return nil, err
+		}
+		status = rec.Status
+		if rec.Error != "" {
+			res.Error = contracts.ToError(contracts.Errorf(contracts.ErrUpstream, "call_"+rec.Status, "%s", rec.Error))
+		}
+	}
+	res.Status = callStatus(status)
+	if res.Status != contracts.CallCompleted && res.Error == nil {
+		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrUpstream, "call_"+res.Status, "%s", endMessage(a)))
+	}
+	if a.SourceID == "" {
+		return res, nil
+	}
+	res.OriginalResultSourceID = a.SourceID
+	text, err := d.sources.Text(a.SourceID, contracts.MaxActionResultBytes)
+	var we *contracts.Error
+	switch {
+	case errors.As(err, &we) && we.Reason() == "source_too_large":
+		res.Truncated = true
+		res.Content = approvals.NoticeContent(fmt.Sprintf("the result is larger than %d bytes: read it whole with source.read %s", contracts.MaxActionResultBytes, a.SourceID))
+		return res, nil
+	case err != nil:
+		return nil, err
+	}
+	content, structured, isError, truncated, err := approvals.Preview(text, approvals.PreviewLimits{})
+	if err != nil {
+		return nil, fmt.Errorf("the retained result of action %s is not a tool result (%v): read it with source.read %s: %w", a.ID, err, a.SourceID, contracts.ErrUpstream)
+	}
+	res.Content, res.StructuredContent, res.IsError, res.Truncated = content, structured, isError, truncated
+	return res, nil
+}
+
+// callStatus maps an ended action's or receipt's state to a call status.
+func callStatus(state string) string {
+	switch state {
+	case contracts.ActionCompleted: // the same word as contracts.CallCompleted
+		return contracts.CallCompleted
+	case contracts.ActionUncertain: // and contracts.CallUncertain
+		return contracts.CallUncertain
+	}
+	return contracts.CallFailed
+}
+
+// endMessage says how an action ended and what that means.
+func endMessage(a approvals.Action) string {
+	msg := fmt.Sprintf("action %s is %s", a.ID, a.State)
+	if a.Reason != "" {
+		msg += ": " + a.Reason
+	}
+	if adv := a.Advice(); adv != "" {
+		msg += " (" + adv + ")"
+	}
+	return msg
+}
