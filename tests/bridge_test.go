@@ -492,7 +492,10 @@ func TestBridgeTypeScriptClient(t *testing.T) {
 		// The driver's raw requests work: ping is answered.
 		h.do(map[string]any{"op": "raw", "method": "ping"})
 		for _, method := range append(slices.Clone(contracts.Methods), "approve", "actions/approve", "requests/respond", "trust", "configure", "secret", "auth", "logout") {
-			if m := (func() map[string]any { _, ch := h.send(map[string]any{"op": "raw", "method": method}); return h.answer(ch) })(); m["error"] == nil {
+			if m := (func() map[string]any {
+				_, ch := h.send(map[string]any{"op": "raw", "method": method})
+				return h.answer(ch)
+			})(); m["error"] == nil {
 				t.Errorf("the bridge answered %s: %v", method, m)
 			}
 		}

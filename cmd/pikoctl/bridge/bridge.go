@@ -107,13 +107,13 @@ type Bridge struct {
 	host   mcp.Implementation
 
 	// catMu guards the catalog state below.
-	catMu    sync.Mutex
-	loaded   bool
-	search   bool
-	tools    map[string]exposedTool // by model-facing name
-	servers  []string               // exposed and connected
-	prompts  map[string]promptRef   // by exposed name
-	templates map[string]string     // URI template -> server
+	catMu     sync.Mutex
+	loaded    bool
+	search    bool
+	tools     map[string]exposedTool // by model-facing name
+	servers   []string               // exposed and connected
+	prompts   map[string]promptRef   // by exposed name
+	templates map[string]string      // URI template -> server
 
 	// events carries catalog and resource events from the socket reader
 	// to the goroutine that acts on them.
@@ -365,4 +365,3 @@ func (b *Bridge) logToHost(level mcp.LoggingLevel, msg string) {
 		"level": level, "logger": "pikod", "data": msg,
 	})
 }
-
