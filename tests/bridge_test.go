@@ -636,3 +636,99 @@ func TestBridgeGoSDKClient(t *testing.T) {
 		t.Errorf("the approved call never reached the server")
 	}
 }
+
+// TestBridgeInspectorCLI lists and calls tools over the bridge with the
+// MCP Inspector CLI, one process per request as people use it.
+func TestBridgeInspectorCLI(t *testing.T) {
+	dir := interopDir(t)
+	d, _, names := bridgeSetup(t)
+	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector-cli", "build", "index.js")
+	run := func(serveFlags []string, args ...string) string {
+		t.Helper()
+		// The command goes before the flags, its own arguments after --.
+		argv := append([]string{cli, pikoctlBin}, args...)
+		argv = append(argv, "--", "--socket", d.socket, "mcp", "serve")
+		argv = append(argv, serveFlags...)
+		cmd := exec.Command("node", argv...)
+		// The CLI looks for its package.json relative to the working
+		// directory.
+		cmd.Dir = filepath.Dir(cli)
+		cmd.Env = append(minimalEnv(t.TempDir()), "DBUS_SESSION_BUS_ADDRESS=disabled:")
+		detach(cmd)
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr string
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("inspector %v: %v\n%s\n%s", args, err, out, stderr)
+		}
+		return string(out)
+	}
+	var list struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(run(nil, "--method", "tools/list")), &list); err != nil {
+		t.Fatalf("tools/list output: %v", err)
+	}
+	if !slices.ContainsFunc(list.Tools, func(x struct {
+		Name string `json:"name"`
+	}) bool {
+		return x.Name == names["fx/echo"]
+	}) {
+		t.Errorf("the inspector's tools/list lacks %s: %+v", names["fx/echo"], list.Tools)
+	}
+	out := run(nil, "--method", "tools/call", "--tool-name", names["fx/echo"], "--tool-arg", "text=from the inspector")
+	if !strings.Contains(out, "from the inspector") {
+		t.Errorf("the inspector's tools/call answered:\n%s", out)
+	}
+	// A one-shot client cannot wait for the owner: --approval return.
+	out = run([]string{"--approval", "return"}, "--method", "tools/call", "--tool-name", names["fx/count"], "--tool-arg", "nonce=insp")
+	if !strings.Contains(out, "pikoctl mcp approve act_") || !strings.Contains(out, `"isError": true`) {
+		t.Errorf("an ungranted call through the inspector answered:\n%s", out)
+	}
+}
+
+// TestBridgeDaemonRestart restarts pikod under a live bridge: the bridge
+// reconnects, and the host's next calls work without a new session.
+func TestBridgeDaemonRestart(t *testing.T) {
+	host := tsHost(t)
+	d, _, names := bridgeSetup(t)
+	h := startHost(t, d, host)
+	h.do(map[string]any{"op": "init"})
+	h.do(map[string]any{"op": "listTools"})
+	h.do(map[string]any{"op": "call", "name": names["fx/echo"], "arguments": map[string]any{"text": "before"}})
+	d.stop(t)
+	// While pikod is down, a call says so and that nothing was sent.
+	_, ch := h.send(map[string]any{"op": "call", "name": names["fx/echo"], "arguments": map[string]any{"text": "down"}})
+	if m := h.answer(ch); m["error"] == nil && !(isErrorResult(m) && strings.Contains(resultText(m), "not reachable")) {
+		t.Errorf("a call while pikod is down answered %v", m)
+	}
+	d.start(t)
+	m := h.do(map[string]any{"op": "call", "name": names["fx/echo"], "arguments": map[string]any{"text": "after restart"}})
+	if !strings.Contains(resultText(m), "after restart") {
+		t.Errorf("after pikod restarted, the call answered %v", m)
+	}
+}
+
+// TestBridgeNoDaemon: with pikod not running, initialize fails saying how
+// to start it, and stderr says the same.
+func TestBridgeNoDaemon(t *testing.T) {
+	host := tsHost(t)
+	d := newInstance(t)
+	h := startHost(t, d, host)
+	_, ch := h.send(map[string]any{"op": "init"})
+	m := h.answer(ch)
+	if e := fmt.Sprint(m["error"]); !strings.Contains(e, "not reachable") || !strings.Contains(e, "start it with") {
+		t.Errorf("initialize without pikod answered %v", m)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(h.stderr.String(), "start it with") {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr does not say how to start pikod:\n%s", h.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
