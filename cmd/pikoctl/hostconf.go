@@ -755,7 +755,14 @@ func (ed *jsonEditor) remove(name string) error {
 			edits = []textEdit{{pc, pc + 1, ""}, {start, lineTail(ve), ""}}
 		}
 	}
-	return ed.commit(applyEdits(src, edits), func(servers map[string]any) { delete(servers, name) })
+	next := applyEdits(src, edits)
+	if len(obj.members) == 1 {
+		// The object is left empty: write it {}.
+		if inner := next[obj.start+1 : obj.end-1-(len(src)-len(next))]; len(bytes.TrimSpace(inner)) == 0 {
+			next = applyEdits(next, []textEdit{{obj.start + 1, obj.start + 1 + len(inner), ""}})
+		}
+	}
+	return ed.commit(next, func(servers map[string]any) { delete(servers, name) })
 }
 
 // ---- TOML (Codex) ----
@@ -1091,6 +1098,9 @@ func (ed *tomlEditor) commit(next []byte, mutate func(servers map[string]any)) e
 	}
 	mutate(servers)
 	after, err := decodeTOML(next)
+	if _, kept := after["mcp_servers"]; !kept && len(servers) == 0 {
+		delete(before, "mcp_servers") // the last server's table went with it
+	}
 	if err != nil || !reflect.DeepEqual(before, after) {
 		return errUnsafeEdit
 	}
