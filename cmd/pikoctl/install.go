@@ -223,7 +223,7 @@ func (h *hostSpec) openEditor(path string, src []byte) (hostEditor, []hostEntry,
 	}
 	if err != nil {
 		return nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "invalid_host_file",
-			"%s is not a %s file pikoctl can edit: %s: %v; nothing was written", path, h.formatName(), h.title, err),
+			"cannot edit %s (%s's %s configuration): %v; nothing was written", path, h.title, h.formatName(), err),
 			"fix the file (or move it away to start a new one) and run the command again")
 	}
 	ents, err := ed.entries()
