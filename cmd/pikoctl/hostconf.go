@@ -1319,7 +1319,15 @@ func fileDiff(oldText, newText []byte, hide []string) string {
 				newN++
 			}
 		}
-		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", oldLine[from], oldN, newLine[from], newN)
+		// An empty side starts at the line before it, as in diff -u.
+		oldAt, newAt := oldLine[from], newLine[from]
+		if oldN == 0 {
+			oldAt--
+		}
+		if newN == 0 {
+			newAt--
+		}
+		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", oldAt, oldN, newAt, newN)
 		for _, o := range all[from:to] {
 			text := o.text
 			for _, h := range hide {

@@ -352,6 +352,9 @@ func TestInstallDryRun(t *testing.T) {
 	if _, err := os.Stat(vs); !os.IsNotExist(err) {
 		t.Errorf("the dry run created %s (%v)", vs, err)
 	}
+	if !strings.Contains(ta.out.String(), "@@ -0,0 +1,9 @@\n+{\n+  \"servers\": {\n") {
+		t.Errorf("the dry run of a new file does not show it whole:\n%s", ta.out)
+	}
 }
 
 // TestInstallForeignEntry refuses an entry of the same name that is not
