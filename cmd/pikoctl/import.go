@@ -273,6 +273,10 @@ func mapJSONEntry(name string, raw json.RawMessage, vscode bool) importedServer 
 		out.Skipped = "the entry has a field of the wrong type: " + err.Error()
 		return out
 	}
+	if isBridgeEntry(e.Command, e.Args) {
+		out.Skipped = bridgeSkipReason
+		return out
+	}
 	for _, k := range sortedKeys(fields) {
 		switch {
 		case jsonKnown[k]:
@@ -438,6 +442,10 @@ func mapCodex(name string, v any) importedServer {
 			}
 		}
 		return mm
+	}
+	if isBridgeEntry(str("command"), strs("args")) {
+		out.Skipped = bridgeSkipReason
+		return out
 	}
 	for _, k := range sortedKeys(m) {
 		switch {
