@@ -112,7 +112,7 @@ func (b *errWriter) caller(c *contracts.Caller) string {
 	if b.wide {
 		return c.Describe()
 	}
-	return clip(c.Short(), 32)
+	return clip(c.Short(), 44)
 }
 
 // when renders an RFC 3339 time as an age ("3m ago"); --wide adds the
