@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 // agent is a caller as the daemon records one from a bridge connection.
 var agent = contracts.Caller{
 	PID: 4242, Executable: "/home/me/.local/bin/pikoctl",
-	Client: &contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve",
+	Client: contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve",
 }
 
 func TestCallerPersisted(t *testing.T) {
@@ -42,17 +41,17 @@ func TestCallerPersisted(t *testing.T) {
 	in.restart()
 	for _, tc := range []struct {
 		id   string
-		want *contracts.Caller
+		want contracts.Caller
 	}{
-		{prepared.ID, &agent},
-		{direct.ID, &contracts.Caller{PID: 7}},
-		{unknown.ID, nil},
+		{prepared.ID, agent},
+		{direct.ID, contracts.Caller{PID: 7}},
+		{unknown.ID, contracts.Caller{}},
 	} {
 		a := in.state(tc.id)
-		if !reflect.DeepEqual(a.Caller, tc.want) {
+		if a.Caller != tc.want {
 			t.Errorf("action %s after a restart has caller %+v, want %+v", tc.id, a.Caller, tc.want)
 		}
-		if s := a.Summary(); !reflect.DeepEqual(s.Caller, tc.want) {
+		if s := a.Summary(); s.Caller != tc.want {
 			t.Errorf("summary of %s has caller %+v, want %+v", tc.id, s.Caller, tc.want)
 		}
 	}
@@ -61,7 +60,7 @@ func TestCallerPersisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range list {
-		if a.ID == prepared.ID && !reflect.DeepEqual(a.Caller, &agent) {
+		if a.ID == prepared.ID && a.Caller != agent {
 			t.Errorf("listed action has caller %+v, want %+v", a.Caller, agent)
 		}
 	}
@@ -69,7 +68,7 @@ func TestCallerPersisted(t *testing.T) {
 	if _, err := in.l.Approve(prepared.ID, prepared.Digest, fp0); err != nil {
 		t.Fatal(err)
 	}
-	if a := in.state(prepared.ID); !reflect.DeepEqual(a.Caller, &agent) {
+	if a := in.state(prepared.ID); a.Caller != agent {
 		t.Errorf("approved action has caller %+v, want %+v", a.Caller, agent)
 	}
 }
@@ -79,7 +78,7 @@ func TestCallerBoundedAndReviewedSafe(t *testing.T) {
 	hostile := contracts.Caller{
 		PID:        99,
 		Executable: "/tmp/\x1b[2Jevil",
-		Client:     &contracts.ClientInfo{Name: "\x1b]0;pwned\x07" + strings.Repeat("N\x1b[31m", 2000), Version: strings.Repeat("\u202e1", 100)},
+		Client:     contracts.ClientInfo{Name: "\x1b]0;pwned\x07" + strings.Repeat("N\x1b[31m", 2000), Version: strings.Repeat("\u202e1", 100)},
 		Via:        strings.Repeat("v", 10_000),
 	}
 	a, err := in.l.Prepare("s", "t", []byte(`{}`), "", fp0, hostile)
@@ -87,7 +86,7 @@ func TestCallerBoundedAndReviewedSafe(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := in.state(a.ID).Caller
-	if got == nil || got.Client == nil {
+	if got.Client.Name == "" {
 		t.Fatalf("stored caller = %+v, want the hostile one bounded", got)
 	}
 	for what, tc := range map[string]struct {
@@ -192,11 +191,11 @@ func TestCallerReceiptChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	withCaller, err := in.l.AddReceipt(Receipt{Kind: contracts.ReceiptApproved, Server: "s", Tool: "write", Status: "completed",
-		ArgumentsDigest: strings.Repeat("cd", 32), Caller: &agent})
+		ArgumentsDigest: strings.Repeat("cd", 32), Caller: agent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.l.AddReceiptAsync(Receipt{Kind: contracts.ReceiptRead, Server: "s", Tool: "read", Status: "completed", Caller: &contracts.Caller{PID: 5, Executable: "/bin/sh"}})
+	in.l.AddReceiptAsync(Receipt{Kind: contracts.ReceiptRead, Server: "s", Tool: "read", Status: "completed", Caller: contracts.Caller{PID: 5, Executable: "/bin/sh"}})
 	if err := in.l.FlushReceipts(); err != nil {
 		t.Fatal(err)
 	}
@@ -225,10 +224,10 @@ func TestCallerReceiptChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(r.Caller, &agent) || !reflect.DeepEqual(r.Info().Caller, &agent) {
+	if r.Caller != agent || r.Info().Caller != agent {
 		t.Errorf("receipt read back with caller %+v (info %+v), want %+v", r.Caller, r.Info().Caller, agent)
 	}
-	if legacy, err := in.l.Receipt("rcpt_legacyaaaaaaaaaaaaaaaaaaaa"); err != nil || legacy.Caller != nil || legacy.Info().Caller != nil {
+	if legacy, err := in.l.Receipt("rcpt_legacyaaaaaaaaaaaaaaaaaaaa"); err != nil || !legacy.Caller.IsZero() || !legacy.Info().Caller.IsZero() {
 		t.Errorf("legacy receipt = %+v, %v; want it read without a caller", legacy, err)
 	}
 

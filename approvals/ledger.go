@@ -74,10 +74,10 @@ type Action struct {
 	// NotSent marks a failed action that provably never reached the
 	// server: it may be prepared again.
 	NotSent bool
-	// Caller is who asked for the call; nil for actions stored before
+	// Caller is who asked for the call; zero for actions stored before
 	// pikod kept callers. It is not part of Digest: it records who asked,
 	// it does not change what is sent.
-	Caller *contracts.Caller
+	Caller contracts.Caller
 }
 
 // actionRecord is Action as stored. Arguments are kept as base64 bytes:
@@ -103,7 +103,7 @@ type actionRecord struct {
 	// ExpiresBoot is the expiry on the boot clock (prepared actions).
 	ExpiresBoot *bootDeadline `json:"expiresBoot,omitempty"`
 	// Caller is who asked (absent in actions stored before it was kept).
-	Caller *contracts.Caller `json:"caller,omitempty"`
+	Caller contracts.Caller `json:"caller,omitzero"`
 }
 
 // bootDeadline is an instant on the boot clock of one boot.
@@ -120,30 +120,8 @@ func (r *actionRecord) action() Action {
 		Fingerprints: r.Fingerprints, Digest: r.Digest,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt,
 		Reason: r.Reason, ReceiptID: r.ReceiptID, SourceID: r.SourceID, NotSent: r.NotSent,
-		Caller: cloneCaller(r.Caller),
+		Caller: r.Caller,
 	}
-}
-
-// callerRef is c bounded as stored, nil when nothing is known of it.
-func callerRef(c contracts.Caller) *contracts.Caller {
-	if c.IsZero() {
-		return nil
-	}
-	c = c.Bounded()
-	return &c
-}
-
-// cloneCaller is a copy of c that shares nothing with it.
-func cloneCaller(c *contracts.Caller) *contracts.Caller {
-	if c == nil {
-		return nil
-	}
-	out := *c
-	if c.Client != nil {
-		cl := *c.Client
-		out.Client = &cl
-	}
-	return &out
 }
 
 // ActionDigest is the hex SHA-256 of the server, tool, exact argument bytes
@@ -509,7 +487,7 @@ func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string
 		Server: server, Tool: tool, Arguments: bytes.Clone(args), ToolDescription: desc,
 		Fingerprints: fp, Digest: KindDigest(kind, server, tool, args, fp),
 		CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL), UpdatedAt: now,
-		Caller: callerRef(caller),
+		Caller: caller.Bounded(),
 	}
 	if boot, since, ok := l.boot(); ok {
 		rec.ExpiresBoot = &bootDeadline{Boot: boot, At: since + ApprovalTTL}
@@ -539,7 +517,7 @@ func (l *Ledger) BeginDirect(kind, server, tool string, args []byte, fp contract
 		Server: server, Tool: tool, Arguments: bytes.Clone(args),
 		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
 		CreatedAt: now, UpdatedAt: now,
-		Caller: callerRef(caller),
+		Caller: caller.Bounded(),
 	}
 	if err := l.insert(rec); err != nil {
 		return Action{}, fmt.Errorf("recording a direct call to %s/%s: %w", server, tool, err)
@@ -1020,7 +998,7 @@ func (a Action) Summary() contracts.ActionSummary {
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339),
 		UpdatedAt: a.UpdatedAt.UTC().Format(time.RFC3339),
 		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID, NotSent: a.NotSent,
-		Caller: cloneCaller(a.Caller),
+		Caller: a.Caller,
 	}
 	if !a.ExpiresAt.IsZero() {
 		s.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)

@@ -73,7 +73,7 @@ type ActionSummary struct {
 	// Caller is who asked for the call (absent for actions recorded
 	// before pikod kept callers). In an ActionReview its text is already
 	// made safe to show.
-	Caller *Caller `json:"caller,omitempty"`
+	Caller Caller `json:"caller,omitzero"`
 }
 
 // ActionParams names one action: the params of

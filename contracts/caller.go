@@ -32,20 +32,20 @@ type ClientInfo struct {
 // /proc/PID/exe on Linux or kern.procargs2 on macOS); either is zero when
 // it could not be read. Client and Via are what the connection declared
 // in system.hello before the request: untrusted text, bounded, recorded
-// as declared and made safe only where it is shown (Describe).
+// as declared and made safe only where it is shown (Describe). The zero
+// Caller means nothing is known (omitted from JSON with omitzero). It is a
+// comparable value.
 type Caller struct {
-	PID        int         `json:"pid,omitempty"`
-	Executable string      `json:"executable,omitempty"`
-	Client     *ClientInfo `json:"client,omitempty"`
+	PID        int        `json:"pid,omitempty"`
+	Executable string     `json:"executable,omitempty"`
+	Client     ClientInfo `json:"client,omitzero"`
 	// Via names the program that relayed the call for Client, such as
 	// "pikoctl mcp serve".
 	Via string `json:"via,omitempty"`
 }
 
 // IsZero reports whether nothing is known of the caller.
-func (c Caller) IsZero() bool {
-	return c.PID == 0 && c.Executable == "" && c.Client == nil && c.Via == ""
-}
+func (c Caller) IsZero() bool { return c == Caller{} }
 
 // Bounded is c with every text field cut to its bound and a client
 // without a name dropped. It does not sanitise: the text stays as
@@ -53,12 +53,9 @@ func (c Caller) IsZero() bool {
 func (c Caller) Bounded() Caller {
 	c.Executable = cutChars(c.Executable, MaxExecutableChars)
 	c.Via = cutChars(c.Via, MaxViaChars)
-	if c.Client != nil {
-		cl := ClientInfo{Name: cutChars(c.Client.Name, MaxClientNameChars), Version: cutChars(c.Client.Version, MaxClientVersionChars)}
-		c.Client = &cl
-		if cl.Name == "" {
-			c.Client = nil
-		}
+	c.Client = ClientInfo{Name: cutChars(c.Client.Name, MaxClientNameChars), Version: cutChars(c.Client.Version, MaxClientVersionChars)}
+	if c.Client.Name == "" {
+		c.Client = ClientInfo{}
 	}
 	return c
 }
@@ -82,14 +79,14 @@ func cutChars(s string, n int) string {
 // Describe is c for a person, on one line and safe for a terminal: the
 // declared part first, marked as declared, then what the kernel said, as
 // in "claude-code 2.1.0 (declared) via pikoctl mcp serve, pid 4242
-// /home/me/.local/bin/pikoctl". A nil caller (an action or receipt
+// /home/me/.local/bin/pikoctl". A zero caller (an action or receipt
 // recorded before pikod kept callers) is "unknown".
-func (c *Caller) Describe() string {
-	if c == nil || c.IsZero() {
+func (c Caller) Describe() string {
+	if c.IsZero() {
 		return "unknown"
 	}
 	var parts []string
-	if c.Client != nil && c.Client.Name != "" {
+	if c.Client.Name != "" {
 		s := SafeText(c.Client.Name, OneLine, MaxClientNameChars)
 		if c.Client.Version != "" {
 			s += " " + SafeText(c.Client.Version, OneLine, MaxClientVersionChars)
@@ -121,8 +118,8 @@ func (c *Caller) Describe() string {
 // Short is c for a table cell: the executable's base name and pid as the
 // kernel gave them, then the declared name, as in
 // "pikoctl[4242] claude-code (declared)"; "-" when nothing is known.
-func (c *Caller) Short() string {
-	if c == nil || c.IsZero() {
+func (c Caller) Short() string {
+	if c.IsZero() {
 		return "-"
 	}
 	var s string
@@ -135,7 +132,7 @@ func (c *Caller) Short() string {
 	if c.PID > 0 {
 		s += "[" + strconv.Itoa(c.PID) + "]"
 	}
-	if c.Client != nil && c.Client.Name != "" {
+	if c.Client.Name != "" {
 		if s != "" {
 			s += " "
 		}

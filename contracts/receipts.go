@@ -66,7 +66,7 @@ type ReceiptInfo struct {
 	// for the action, not the owner who approved it); absent on receipts
 	// written before pikod kept callers. It is part of the stored bytes
 	// the chain hashes.
-	Caller *Caller `json:"caller,omitempty"`
+	Caller Caller `json:"caller,omitzero"`
 	// CreatedAt is RFC 3339 with fractional seconds, UTC.
 	CreatedAt string `json:"createdAt"`
 	Prev      string `json:"prev"`

@@ -60,7 +60,7 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 			`add it to the server's "tools" in the settings to allow calls`)
 	case contracts.GrantRead:
 		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args, validated: tool.Digest,
-			caller: &caller})
+			caller: caller})
 	case contracts.GrantAutonomous:
 		fp, err := d.fingerprints(server, tool)
 		if err != nil {
@@ -149,8 +149,8 @@ type execution struct {
 	// bound pins an approved call to the connection it was approved for.
 	bound *mcpclient.Binding
 	// caller is who asked: the requester of a direct call, the one who
-	// asked for an approved call's action (nil when unknown).
-	caller *contracts.Caller
+	// asked for an approved call's action (zero when unknown).
+	caller contracts.Caller
 }
 
 // execute sends the call, retains the original result, and answers with a

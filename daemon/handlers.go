@@ -88,7 +88,7 @@ func (d *daemon) hello(_ context.Context, req *rpc.Request) (any, error) {
 	if p.APIVersion != "" && p.APIVersion != contracts.APIVersion {
 		d.log.Warn().Str("client_api", p.APIVersion).Str("client_version", p.ClientVersion).Msg("client speaks another api version")
 	}
-	if (p.Client != nil || p.Via != "") && req.Conn() != nil {
+	if (p.Client != contracts.ClientInfo{} || p.Via != "") && req.Conn() != nil {
 		// Recorded as declared (bounded) for the actions and receipts
 		// this connection's later requests cause; never logged, never
 		// trusted.

@@ -75,7 +75,7 @@ func (d *daemon) readResource(ctx context.Context, p contracts.ResourceParams, c
 	}
 	contents, truncated, perr := approvals.PreviewResource(text, approvals.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptResourceRead, Server: p.Server, Tool: clipText(uri, maxReceiptURIChars),
-		ArgumentsDigest: digestOf([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: &caller}
+		ArgumentsDigest: digestOf([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
 		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
 	}
@@ -135,7 +135,7 @@ func (d *daemon) getPrompt(ctx context.Context, p contracts.PromptParams, caller
 	}
 	desc, messages, truncated, perr := approvals.PreviewPrompt(text, approvals.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptPromptGet, Server: p.Server, Tool: name,
-		ArgumentsDigest: digestOf(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: &caller}
+		ArgumentsDigest: digestOf(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
 		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
 	}

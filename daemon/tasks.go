@@ -257,7 +257,7 @@ func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams, caller
 	}
 	content, structured, isError, truncated, perr := approvals.Preview(text, approvals.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptTaskResult, Server: p.Server, Tool: clipText(d.red.Text(p.TaskID), maxReceiptURIChars),
-		ArgumentsDigest: digestOf([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: &caller}
+		ArgumentsDigest: digestOf([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if task, ok, _ := d.ledger.Task(p.Server, p.TaskID); ok {
 		rec.ActionID = task.ActionID
 	}

@@ -48,29 +48,29 @@ func TestCallerIdentity(t *testing.T) {
 	}
 
 	a, b := dial(t, path), dial(t, path)
-	if got := caller(a); got.PID != os.Getpid() || got.Executable != exe || got.Client != nil || got.Via != "" {
+	if got := caller(a); got.PID != os.Getpid() || got.Executable != exe || got.Client != (contracts.ClientInfo{}) || got.Via != "" {
 		t.Fatalf("caller before any declaration = %+v, want pid %d executable %s and nothing declared", got, os.Getpid(), exe)
 	}
 
-	decl := contracts.Caller{Client: &contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve"}
+	decl := contracts.Caller{Client: contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve"}
 	if err := a.Call(ctx, "declare", decl, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := caller(a)
-	if got.PID != os.Getpid() || got.Executable != exe || got.Client == nil || *got.Client != *decl.Client || got.Via != decl.Via {
+	if got.PID != os.Getpid() || got.Executable != exe || got.Client != decl.Client || got.Via != decl.Via {
 		t.Fatalf("caller after declaring = %+v, want %+v with the kernel's pid and executable", got, decl)
 	}
-	if other := caller(b); other.Client != nil || other.Via != "" {
+	if other := caller(b); other.Client != (contracts.ClientInfo{}) || other.Via != "" {
 		t.Errorf("another connection's caller = %+v: a declaration leaked across connections", other)
 	}
 
 	// A later declaration replaces the first, bounded.
 	hostile := "\x1b]0;owned\x07" + strings.Repeat("A\x1b[2J", 2000)
-	if err := a.Call(ctx, "declare", contracts.Caller{Client: &contracts.ClientInfo{Name: hostile, Version: strings.Repeat("9", 500)}}, nil); err != nil {
+	if err := a.Call(ctx, "declare", contracts.Caller{Client: contracts.ClientInfo{Name: hostile, Version: strings.Repeat("9", 500)}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got = caller(a)
-	if got.Client == nil || got.Via != "" {
+	if got.Client.Name == "" || got.Via != "" {
 		t.Fatalf("caller after redeclaring = %+v, want a client and no via", got)
 	}
 	if n := utf8.RuneCountInString(got.Client.Name); n != contracts.MaxClientNameChars || !strings.HasSuffix(got.Client.Name, "…") {

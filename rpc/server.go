@@ -108,7 +108,7 @@ func (c *Conn) Peer() Peer { return c.cs.peer }
 // via) for every later request on the connection; it replaces an earlier
 // declaration. The text is kept as declared, bounded (see
 // contracts.Caller.Bounded), and never trusted.
-func (c *Conn) Declare(client *contracts.ClientInfo, via string) {
+func (c *Conn) Declare(client contracts.ClientInfo, via string) {
 	d := contracts.Caller{Client: client, Via: via}.Bounded()
 	c.cs.mu.Lock()
 	c.cs.declared = d

@@ -157,15 +157,15 @@ func ctlOut(t testing.TB, d *daemon, args ...string) string {
 }
 
 // wantCaller checks a recorded caller against the pid and executable the
-// kernel knows and what was declared (nil: nothing).
-func wantCaller(t testing.TB, what string, got *contracts.Caller, pid int, exe string, client *contracts.ClientInfo, via string) {
+// kernel knows and what was declared (zero: nothing).
+func wantCaller(t testing.TB, what string, got contracts.Caller, pid int, exe string, client contracts.ClientInfo, via string) {
 	t.Helper()
 	switch {
-	case got == nil:
+	case got.IsZero():
 		t.Errorf("%s records no caller, want pid %d %s", what, pid, exe)
 	case got.PID != pid || got.Executable != exe:
 		t.Errorf("%s caller = pid %d %q, want pid %d %q", what, got.PID, got.Executable, pid, exe)
-	case (got.Client == nil) != (client == nil) || client != nil && *got.Client != *client || got.Via != via:
+	case got.Client != client || got.Via != via:
 		t.Errorf("%s caller declares %+v via %q, want %+v via %q", what, got.Client, got.Via, client, via)
 	}
 }
@@ -195,9 +195,9 @@ func TestCallerPikoctl(t *testing.T) {
 	}
 	asked := fmt.Sprintf("pid %d %s", pid, bin)
 
-	wantCaller(t, "the listed action", actionsByID(t, d)[prep.ActionID].Caller, pid, bin, nil, "")
+	wantCaller(t, "the listed action", actionsByID(t, d)[prep.ActionID].Caller, pid, bin, contracts.ClientInfo{}, "")
 	r := review(t, d, prep.ActionID)
-	wantCaller(t, "the review", r.Caller, pid, bin, nil, "")
+	wantCaller(t, "the review", r.Caller, pid, bin, contracts.ClientInfo{}, "")
 	table := ctlOut(t, d, "mcp", "actions")
 	if !strings.HasPrefix(table, "ACTION") || !strings.Contains(table, "CALLER") || !strings.Contains(table, fmt.Sprintf("pikoctl[%d]", pid)) {
 		t.Errorf("pikoctl mcp actions does not show pikoctl[%d]:\n%s", pid, table)
@@ -226,11 +226,11 @@ func TestCallerPikoctl(t *testing.T) {
 	}
 	wantNonce(t, callLog, nonce, 1)
 	done := wantState(t, d, prep.ActionID, contracts.ActionCompleted)
-	wantCaller(t, "the completed action", done.Caller, pid, bin, nil, "")
+	wantCaller(t, "the completed action", done.Caller, pid, bin, contracts.ClientInfo{}, "")
 
 	// The receipt names who asked for the action, not the approver.
 	rec := receiptByID(t, d, done.ReceiptID)
-	wantCaller(t, "the mcp_approved receipt", rec.Caller, pid, bin, nil, "")
+	wantCaller(t, "the mcp_approved receipt", rec.Caller, pid, bin, contracts.ClientInfo{}, "")
 	if one := ctlOut(t, d, "mcp", "receipt", done.ReceiptID); !strings.Contains(one, "caller:    "+asked+"\n") {
 		t.Errorf("pikoctl mcp receipt does not show the caller %q:\n%s", asked, one)
 	}
@@ -241,7 +241,7 @@ func TestCallerPikoctl(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &read) != nil || read.ReceiptKind != contracts.ReceiptRead {
 		t.Fatalf("pikoctl mcp call fx echo: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	wantCaller(t, "the mcp_read receipt", receiptByID(t, d, read.ReceiptID).Caller, readPID, bin, nil, "")
+	wantCaller(t, "the mcp_read receipt", receiptByID(t, d, read.ReceiptID).Caller, readPID, bin, contracts.ClientInfo{}, "")
 	list := ctlOut(t, d, "mcp", "receipts")
 	for _, want := range []string{"CALLER", fmt.Sprintf("pikoctl[%d]", pid), fmt.Sprintf("pikoctl[%d]", readPID)} {
 		if !strings.Contains(list, want) {
@@ -264,7 +264,7 @@ func TestCallerDeclared(t *testing.T) {
 		self = resolved(t, exe)
 	}
 	bridge := dialRawClient(t, d)
-	host := &contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}
+	host := contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}
 	var hello contracts.HelloResult
 	bridge.call(t, contracts.MethodHello, contracts.HelloParams{APIVersion: contracts.APIVersion, Client: host, Via: "pikoctl mcp serve"}, &hello)
 	if hello.APIVersion != contracts.APIVersion {
@@ -279,7 +279,7 @@ func TestCallerDeclared(t *testing.T) {
 
 	acts := actionsByID(t, d)
 	wantCaller(t, "the declared connection's action", acts[prep.ActionID].Caller, os.Getpid(), self, host, "pikoctl mcp serve")
-	wantCaller(t, "another connection's action", acts[plainPrep.ActionID].Caller, os.Getpid(), self, nil, "")
+	wantCaller(t, "another connection's action", acts[plainPrep.ActionID].Caller, os.Getpid(), self, contracts.ClientInfo{}, "")
 	wantCaller(t, "the declared connection's read receipt", receiptByID(t, d, read.ReceiptID).Caller, os.Getpid(), self, host, "pikoctl mcp serve")
 
 	want := fmt.Sprintf("claude-code 2.1.0 (declared) via pikoctl mcp serve, pid %d %s", os.Getpid(), self)
@@ -310,14 +310,14 @@ func TestCallerHostileDeclaration(t *testing.T) {
 		t.Fatalf("the hostile name is only %d bytes", len(hostile))
 	}
 	rc := dialRawClient(t, d)
-	rc.call(t, contracts.MethodHello, contracts.HelloParams{Client: &contracts.ClientInfo{Name: hostile, Version: "\x1b[1m" + strings.Repeat("9", 5000)},
+	rc.call(t, contracts.MethodHello, contracts.HelloParams{Client: contracts.ClientInfo{Name: hostile, Version: "\x1b[1m" + strings.Repeat("9", 5000)},
 		Via: "\x9b2J" + strings.Repeat("v", 5000)}, nil)
 	prep := rc.prepareOn(t, "hostile-"+randomHex(t, 4))
 	var read contracts.CallResult
 	rc.call(t, contracts.MethodMCPCall, contracts.CallParams{Server: "fx", Tool: "echo", Arguments: json.RawMessage(`{"text":"x"}`)}, &read)
 
 	c := actionsByID(t, d)[prep.ActionID].Caller
-	if c == nil || c.Client == nil {
+	if c.Client.Name == "" {
 		t.Fatalf("the hostile connection's action has caller %+v", c)
 	}
 	for what, tc := range map[string]struct {
@@ -450,7 +450,7 @@ func TestCallerReceiptChainOldAndNew(t *testing.T) {
 		t.Fatalf("pikoctl mcp call fx echo: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	rec := receiptByID(t, d, read.ReceiptID)
-	wantCaller(t, "the new receipt", rec.Caller, pid, resolved(t, pikoctlBin), nil, "")
+	wantCaller(t, "the new receipt", rec.Caller, pid, resolved(t, pikoctlBin), contracts.ClientInfo{}, "")
 	if v, _ := verifyChain(t, d, true); v.Checked != 3 || v.Head.ReceiptID != read.ReceiptID {
 		t.Fatalf("the old and new chain verified %d receipts to %s, want 3 to %s", v.Checked, v.Head.ReceiptID, read.ReceiptID)
 	}

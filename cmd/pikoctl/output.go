@@ -108,7 +108,7 @@ func (b *errWriter) clip(s string, n int) string {
 
 // caller renders who asked for a table cell: the kernel's executable
 // name and pid and the declared name; --wide shows all of it.
-func (b *errWriter) caller(c *contracts.Caller) string {
+func (b *errWriter) caller(c contracts.Caller) string {
 	if b.wide {
 		return c.Describe()
 	}

@@ -615,5 +615,5 @@ func TestRunCallWithProgress(t *testing.T) {
 }
 
 // testCaller is who asked for the fixture action: a bridge's connection.
-var testCaller = &contracts.Caller{PID: 4242, Executable: "/home/me/.local/bin/pikoctl",
-	Client: &contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve"}
+var testCaller = contracts.Caller{PID: 4242, Executable: "/home/me/.local/bin/pikoctl",
+	Client: contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve"}

@@ -599,7 +599,7 @@ func (m *model) actionsBody() []string {
 // callerCell is who asked, in w columns: the whole short form when it
 // fits, else the kernel's part of it ("pikoctl[4242]") rather than a cut
 // one.
-func callerCell(c *contracts.Caller, w int) string {
+func callerCell(c contracts.Caller, w int) string {
 	s := c.Short()
 	if ansi.StringWidth(s) > w {
 		if i := strings.Index(s, "] "); i >= 0 && i+1 <= w {
