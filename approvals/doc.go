@@ -37,9 +37,13 @@
 //	│                            arguments (base64 of the exact bytes),
 //	│                            toolDescription, fingerprints, digest,
 //	│                            createdAt, expiresAt, updatedAt, reason,
-//	│                            receiptId, sourceId, notSent, and
+//	│                            receiptId, sourceId, notSent,
 //	│                            expiresBoot {"boot","at"}: the expiry on
-//	│                            the boot clock (see ApprovalTTL)
+//	│                            the boot clock (see ApprovalTTL), and
+//	│                            caller {"pid","executable","client":
+//	│                            {"name","version"},"via"}: who asked
+//	│                            (absent in actions stored before it was
+//	│                            kept; not part of the digest)
 //	├── actions_by_time/
 //	│   └── <createdAt unix nanos, uint64 big-endian><action id> → empty;
 //	│                            walked backwards for newest-first lists
@@ -47,7 +51,10 @@
 //	│   └── <receipt id "rcpt_…"> → Receipt JSON: id, seq, prev, kind,
 //	│                              server, tool, argumentsDigest,
 //	│                              actionId, status, sourceId, error,
-//	│                              createdAt; never rewritten once stored
+//	│                              notSent, caller (who asked; omitted
+//	│                              when unknown, so older receipts keep
+//	│                              their bytes), createdAt; never
+//	│                              rewritten once stored
 //	├── receipts_by_seq/
 //	│   └── <seq, uint64 big-endian> → receipt id; 1, 2, 3, … without
 //	│                                 gaps: the chain, walked in order

@@ -111,7 +111,7 @@ func TestSettleConcurrentCalls(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			a, err := in.l.BeginDirect(contracts.ReceiptAutonomous, "fs", "write", []byte(`{"n":1}`), fp0)
+			a, err := in.l.BeginDirect(contracts.ReceiptAutonomous, "fs", "write", []byte(`{"n":1}`), fp0, contracts.Caller{})
 			if err != nil {
 				t.Errorf("BeginDirect: %v", err)
 				return

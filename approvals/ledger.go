@@ -74,6 +74,10 @@ type Action struct {
 	// NotSent marks a failed action that provably never reached the
 	// server: it may be prepared again.
 	NotSent bool
+	// Caller is who asked for the call; zero for actions stored before
+	// pikod kept callers. It is not part of Digest: it records who asked,
+	// it does not change what is sent.
+	Caller contracts.Caller
 }
 
 // actionRecord is Action as stored. Arguments are kept as base64 bytes:
@@ -98,6 +102,8 @@ type actionRecord struct {
 	NotSent         bool                   `json:"notSent,omitempty"`
 	// ExpiresBoot is the expiry on the boot clock (prepared actions).
 	ExpiresBoot *bootDeadline `json:"expiresBoot,omitempty"`
+	// Caller is who asked (absent in actions stored before it was kept).
+	Caller contracts.Caller `json:"caller,omitzero"`
 }
 
 // bootDeadline is an instant on the boot clock of one boot.
@@ -114,6 +120,7 @@ func (r *actionRecord) action() Action {
 		Fingerprints: r.Fingerprints, Digest: r.Digest,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt,
 		Reason: r.Reason, ReceiptID: r.ReceiptID, SourceID: r.SourceID, NotSent: r.NotSent,
+		Caller: r.Caller,
 	}
 }
 
@@ -455,16 +462,17 @@ func (l *Ledger) freshID() string {
 
 // Prepare records a call that needs the owner's approval and returns it in
 // state prepared, expiring after ApprovalTTL. args are kept byte for byte;
-// desc is the tool's description as the server gave it.
-func (l *Ledger) Prepare(server, tool string, args []byte, desc string, fp contracts.Fingerprints) (Action, error) {
-	return l.PrepareKind(contracts.ReceiptApproved, server, tool, args, desc, fp)
+// desc is the tool's description as the server gave it; caller is who
+// asked (zero when unknown), kept bounded.
+func (l *Ledger) Prepare(server, tool string, args []byte, desc string, fp contracts.Fingerprints, caller contracts.Caller) (Action, error) {
+	return l.PrepareKind(contracts.ReceiptApproved, server, tool, args, desc, fp, caller)
 }
 
 // PrepareKind is Prepare for an action of kind mcp_approved (a tools/call),
 // mcp_task_create (a task-augmented tools/call) or mcp_task_cancel
 // (tasks/cancel, whose tool is "tasks/cancel" and arguments
 // {"taskId":…}). The digest binds the kind (KindDigest).
-func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string, fp contracts.Fingerprints) (Action, error) {
+func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string, fp contracts.Fingerprints, caller contracts.Caller) (Action, error) {
 	if err := checkCall(server, tool, args); err != nil {
 		return Action{}, err
 	}
@@ -479,6 +487,7 @@ func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string
 		Server: server, Tool: tool, Arguments: bytes.Clone(args), ToolDescription: desc,
 		Fingerprints: fp, Digest: KindDigest(kind, server, tool, args, fp),
 		CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL), UpdatedAt: now,
+		Caller: caller.Bounded(),
 	}
 	if boot, since, ok := l.boot(); ok {
 		rec.ExpiresBoot = &bootDeadline{Boot: boot, At: since + ApprovalTTL}
@@ -493,8 +502,8 @@ func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string
 // BeginDirect records a call that executes without approval (kind
 // mcp_autonomous or mcp_read) as already dispatched, before it is sent: a
 // crash while it is out leaves it uncertain, never re-sent. End it with
-// Finish.
-func (l *Ledger) BeginDirect(kind, server, tool string, args []byte, fp contracts.Fingerprints) (Action, error) {
+// Finish. caller is who asked (zero when unknown).
+func (l *Ledger) BeginDirect(kind, server, tool string, args []byte, fp contracts.Fingerprints, caller contracts.Caller) (Action, error) {
 	if err := checkCall(server, tool, args); err != nil {
 		return Action{}, err
 	}
@@ -508,6 +517,7 @@ func (l *Ledger) BeginDirect(kind, server, tool string, args []byte, fp contract
 		Server: server, Tool: tool, Arguments: bytes.Clone(args),
 		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
 		CreatedAt: now, UpdatedAt: now,
+		Caller: caller.Bounded(),
 	}
 	if err := l.insert(rec); err != nil {
 		return Action{}, fmt.Errorf("recording a direct call to %s/%s: %w", server, tool, err)
@@ -988,6 +998,7 @@ func (a Action) Summary() contracts.ActionSummary {
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339),
 		UpdatedAt: a.UpdatedAt.UTC().Format(time.RFC3339),
 		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID, NotSent: a.NotSent,
+		Caller: a.Caller,
 	}
 	if !a.ExpiresAt.IsZero() {
 		s.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)

@@ -100,7 +100,7 @@ const exactArgs = `{"q":  "<a&b>",  "n": 1}`
 
 func (in *instance) prepare() Action {
 	in.t.Helper()
-	a, err := in.l.Prepare("files", "write", []byte(exactArgs), "writes a file", fp0)
+	a, err := in.l.Prepare("files", "write", []byte(exactArgs), "writes a file", fp0, contracts.Caller{})
 	if err != nil {
 		in.t.Fatalf("Prepare: %v", err)
 	}
@@ -149,7 +149,7 @@ func testMigrationLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	a, err := l.Prepare("s", "t", []byte(`{}`), "", fp0)
+	a, err := l.Prepare("s", "t", []byte(`{}`), "", fp0, contracts.Caller{})
 	if err != nil {
 		t.Fatalf("Prepare after migration: %v", err)
 	}
@@ -505,7 +505,7 @@ func TestRestartRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.l.Finish(completed.ID, contracts.ActionCompleted, "", rcpt.ID, "")
-	direct, err := in.l.BeginDirect(contracts.ReceiptAutonomous, "files", "touch", []byte(`{}`), fp0)
+	direct, err := in.l.BeginDirect(contracts.ReceiptAutonomous, "files", "touch", []byte(`{}`), fp0, contracts.Caller{})
 	if err != nil || direct.State != contracts.ActionDispatched || direct.Kind != contracts.ReceiptAutonomous {
 		t.Fatalf("BeginDirect = %+v, %v", direct, err)
 	}
@@ -784,19 +784,19 @@ func TestCallValidation(t *testing.T) {
 		{"too many characters", "s", "t", big},
 	}
 	for _, tt := range tests {
-		if _, err := in.l.Prepare(tt.server, tt.tool, tt.args, "", fp0); !errors.Is(err, contracts.ErrInvalidArgument) {
+		if _, err := in.l.Prepare(tt.server, tt.tool, tt.args, "", fp0, contracts.Caller{}); !errors.Is(err, contracts.ErrInvalidArgument) {
 			t.Errorf("Prepare(%s) = %v, want ErrInvalidArgument", tt.name, err)
 		}
-		if _, err := in.l.BeginDirect(contracts.ReceiptRead, tt.server, tt.tool, tt.args, fp0); !errors.Is(err, contracts.ErrInvalidArgument) {
+		if _, err := in.l.BeginDirect(contracts.ReceiptRead, tt.server, tt.tool, tt.args, fp0, contracts.Caller{}); !errors.Is(err, contracts.ErrInvalidArgument) {
 			t.Errorf("BeginDirect(%s) = %v, want ErrInvalidArgument", tt.name, err)
 		}
 	}
-	if _, err := in.l.BeginDirect(contracts.ReceiptApproved, "s", "t", []byte(`{}`), fp0); !errors.Is(err, contracts.ErrInvalidArgument) {
+	if _, err := in.l.BeginDirect(contracts.ReceiptApproved, "s", "t", []byte(`{}`), fp0, contracts.Caller{}); !errors.Is(err, contracts.ErrInvalidArgument) {
 		t.Errorf("BeginDirect(mcp_approved) = %v, want ErrInvalidArgument", err)
 	}
 	// Exactly at the cap is fine.
 	ok := []byte(`"` + strings.Repeat("é", contracts.MaxArgumentsChars-2) + `"`)
-	if _, err := in.l.Prepare("s", "t", ok, "", fp0); err != nil {
+	if _, err := in.l.Prepare("s", "t", ok, "", fp0, contracts.Caller{}); err != nil {
 		t.Errorf("Prepare at the cap = %v", err)
 	}
 }
@@ -843,7 +843,7 @@ func TestFinishRules(t *testing.T) {
 	if _, err := in.l.FinishNotSent(in.prepare().ID, "x", ""); !errors.Is(err, contracts.ErrFailedPrecondition) {
 		t.Errorf("FinishNotSent of a prepared action = %v, want ErrFailedPrecondition", err)
 	}
-	d, _ := in.l.BeginDirect(contracts.ReceiptRead, "s", "t", []byte(`{}`), fp0)
+	d, _ := in.l.BeginDirect(contracts.ReceiptRead, "s", "t", []byte(`{}`), fp0, contracts.Caller{})
 	u, err := in.l.Finish(d.ID, contracts.ActionUncertain, "timed out", "", "")
 	if err != nil || u.State != contracts.ActionUncertain || u.Reason != "timed out" {
 		t.Errorf("Finish uncertain of a direct call = %+v, %v", u, err)

@@ -47,8 +47,13 @@ type Receipt struct {
 	// (the daemon redacts it before it gets here).
 	Error string `json:"error,omitempty"`
 	// NotSent marks a failed call that provably never reached the server.
-	NotSent   bool      `json:"notSent,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	NotSent bool `json:"notSent,omitempty"`
+	// Caller is who asked for the call: for an approved call, who asked
+	// for its action. It is omitted when zero, so a receipt without one is
+	// stored exactly as receipts were before callers were kept; when set,
+	// it is part of the stored bytes the chain's hashes cover.
+	Caller    contracts.Caller `json:"caller,omitzero"`
+	CreatedAt time.Time        `json:"createdAt"`
 
 	// Hash is the hex SHA-256 of the receipt's stored bytes. It is filled
 	// in when the receipt is stored or read back, never stored itself (the
@@ -62,7 +67,7 @@ func (r Receipt) Info() contracts.ReceiptInfo {
 	return contracts.ReceiptInfo{
 		ID: r.ID, Seq: r.Seq, Kind: r.Kind, Server: r.Server, Tool: r.Tool,
 		ArgumentsDigest: r.ArgumentsDigest, ActionID: r.ActionID, Status: r.Status,
-		SourceID: r.SourceID, Error: r.Error, NotSent: r.NotSent,
+		SourceID: r.SourceID, Error: r.Error, NotSent: r.NotSent, Caller: r.Caller,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Prev:      r.Prev, Hash: r.Hash,
 	}
@@ -79,6 +84,7 @@ func (l *Ledger) fillReceipt(r *Receipt) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = l.stamp()
 	}
+	r.Caller = r.Caller.Bounded()
 	// The chain position is the store's to assign, at commit.
 	r.Seq, r.Prev, r.Hash = 0, "", ""
 	return nil

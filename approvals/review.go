@@ -14,6 +14,11 @@ func Review(a Action) contracts.ActionReview {
 	sum.Server = contracts.SafeText(sum.Server, contracts.Exact, 0)
 	sum.Tool = contracts.SafeText(sum.Tool, contracts.Exact, 0)
 	sum.Reason = contracts.SafeText(sum.Reason, contracts.OneLine, 0)
+	c := &sum.Caller
+	c.Executable = contracts.SafeText(c.Executable, contracts.OneLine, 0)
+	c.Via = contracts.SafeText(c.Via, contracts.OneLine, 0)
+	c.Client.Name = contracts.SafeText(c.Client.Name, contracts.OneLine, 0)
+	c.Client.Version = contracts.SafeText(c.Client.Version, contracts.OneLine, 0)
 	var indented bytes.Buffer
 	if err := json.Indent(&indented, a.Arguments, "", "  "); err != nil {
 		indented.Reset()

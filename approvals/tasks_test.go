@@ -106,15 +106,15 @@ func TestTaskRecords(t *testing.T) {
 func TestTaskActionDigests(t *testing.T) {
 	in := newInstance(t)
 	args := []byte(`{"taskId":"t1"}`)
-	plain, err := in.l.Prepare("s", "tasks/cancel", args, "", fp0)
+	plain, err := in.l.Prepare("s", "tasks/cancel", args, "", fp0, contracts.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel, err := in.l.PrepareKind(contracts.ReceiptTaskCancel, "s", "tasks/cancel", args, "", fp0)
+	cancel, err := in.l.PrepareKind(contracts.ReceiptTaskCancel, "s", "tasks/cancel", args, "", fp0, contracts.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	create, err := in.l.PrepareKind(contracts.ReceiptTaskCreate, "s", "tasks/cancel", args, "", fp0)
+	create, err := in.l.PrepareKind(contracts.ReceiptTaskCreate, "s", "tasks/cancel", args, "", fp0, contracts.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestTaskActionDigests(t *testing.T) {
 	if cancel.Kind != contracts.ReceiptTaskCancel || cancel.Summary().Kind != contracts.ReceiptTaskCancel {
 		t.Errorf("cancel action kind = %q", cancel.Kind)
 	}
-	if _, err := in.l.PrepareKind(contracts.ReceiptRead, "s", "t", args, "", fp0); !errors.Is(err, contracts.ErrInvalidArgument) {
+	if _, err := in.l.PrepareKind(contracts.ReceiptRead, "s", "t", args, "", fp0, contracts.Caller{}); !errors.Is(err, contracts.ErrInvalidArgument) {
 		t.Errorf("PrepareKind(mcp_read) = %v, want ErrInvalidArgument", err)
 	}
 }

@@ -70,6 +70,10 @@ type ActionSummary struct {
 	// NotSent is true for a failed action that provably never reached the
 	// server ("failed (not sent)"): it can be prepared again.
 	NotSent bool `json:"notSent,omitempty"`
+	// Caller is who asked for the call (absent for actions recorded
+	// before pikod kept callers). In an ActionReview its text is already
+	// made safe to show.
+	Caller Caller `json:"caller,omitzero"`
 }
 
 // ActionParams names one action: the params of

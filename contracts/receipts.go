@@ -62,6 +62,11 @@ type ReceiptInfo struct {
 	Error string `json:"error,omitempty"`
 	// NotSent marks a failed call that provably never reached the server.
 	NotSent bool `json:"notSent,omitempty"`
+	// Caller is who asked for the call (for an approved call, who asked
+	// for the action, not the owner who approved it); absent on receipts
+	// written before pikod kept callers. It is part of the stored bytes
+	// the chain hashes.
+	Caller Caller `json:"caller,omitzero"`
 	// CreatedAt is RFC 3339 with fractional seconds, UTC.
 	CreatedAt string `json:"createdAt"`
 	Prev      string `json:"prev"`

@@ -47,8 +47,10 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	if err != nil {
 		return nil, err
 	}
+	// Who asked: recorded with the action and the receipt the call leaves.
+	caller := req.Caller()
 	if asTask {
-		return d.prepareTask(ctx, server, tool, args)
+		return d.prepareTask(ctx, server, tool, args, caller)
 	}
 	switch tool.Grant {
 	case contracts.GrantNotSelected:
@@ -57,17 +59,19 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 				"tool %q of server %q is not selected for execution", tool.OriginalName, server),
 			`add it to the server's "tools" in the settings to allow calls`)
 	case contracts.GrantRead:
-		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args, validated: tool.Digest})
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args, validated: tool.Digest,
+			caller: caller})
 	case contracts.GrantAutonomous:
 		fp, err := d.fingerprints(server, tool)
 		if err != nil {
 			return nil, err
 		}
-		a, err := d.ledger.BeginDirect(contracts.ReceiptAutonomous, server, tool.OriginalName, args, fp)
+		a, err := d.ledger.BeginDirect(contracts.ReceiptAutonomous, server, tool.OriginalName, args, fp, caller)
 		if err != nil {
 			return nil, err
 		}
-		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID, validated: tool.Digest})
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID,
+			validated: tool.Digest, caller: a.Caller})
 	}
 	// Bound to the very definition the arguments were validated against.
 	fp, err := d.fingerprints(server, tool)
@@ -75,11 +79,13 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 		return nil, err
 	}
 	// The description is the server's text, kept in pikod.db for review.
-	a, err := d.ledger.Prepare(server, tool.OriginalName, args, d.red.Text(tool.Description), fp)
+	a, err := d.ledger.Prepare(server, tool.OriginalName, args, d.red.Text(tool.Description), fp, caller)
 	if err != nil {
 		return nil, err
 	}
-	d.log.Info().Str("action", a.ID).Str("server", server).Str("tool", tool.OriginalName).Bool("held", held != "").Msg("action prepared")
+	// The caller's declared names are untrusted text: only its pid is logged.
+	d.log.Info().Str("action", a.ID).Str("server", server).Str("tool", tool.OriginalName).Bool("held", held != "").
+		Int("caller_pid", caller.PID).Msg("action prepared")
 	return contracts.CallResult{
 		Status: contracts.CallApprovalRequired, Server: server, Tool: tool.OriginalName,
 		ActionID: a.ID, Digest: a.Digest, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339),
@@ -142,6 +148,9 @@ type execution struct {
 	validated string
 	// bound pins an approved call to the connection it was approved for.
 	bound *mcpclient.Binding
+	// caller is who asked: the requester of a direct call, the one who
+	// asked for an approved call's action (zero when unknown).
+	caller contracts.Caller
 }
 
 // execute sends the call, retains the original result, and answers with a
@@ -202,6 +211,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	rec := approvals.Receipt{
 		Kind: ex.kind, Server: ex.server, Tool: d.red.Text(ex.tool), ArgumentsDigest: digestOf(ex.args),
 		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent,
+		Caller: ex.caller,
 	}
 	if res.Error != nil {
 		rec.Error = d.red.Text(res.Error.Message)
@@ -461,8 +471,9 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	// the definition whose digest approval just confirmed unchanged.
 	// The call goes to the very connection and settings the approval was
 	// checked against, or nowhere.
+	// The receipt names who asked for the action, not the owner approving.
 	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments,
-		actionID: a.ID, validated: a.Fingerprints.Tool, bound: bound})
+		actionID: a.ID, validated: a.Fingerprints.Tool, bound: bound, caller: a.Caller})
 }
 
 // reasonStaleAtDispatch is the reason of an approved action whose tool

@@ -89,6 +89,12 @@ func (d *daemon) hello(_ context.Context, req *rpc.Request) (any, error) {
 	if p.APIVersion != "" && p.APIVersion != contracts.APIVersion {
 		d.log.Warn().Str("client_api", p.APIVersion).Str("client_version", p.ClientVersion).Msg("client speaks another api version")
 	}
+	if (p.Client != contracts.ClientInfo{} || p.Via != "") && req.Conn() != nil {
+		// Recorded as declared (bounded) for the actions and receipts
+		// this connection's later requests cause; never logged, never
+		// trusted.
+		req.Conn().Declare(p.Client, p.Via)
+	}
 	return contracts.HelloResult{
 		APIVersion:    contracts.APIVersion,
 		DaemonVersion: d.cfg.Version,

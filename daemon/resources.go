@@ -47,7 +47,7 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		return res, nil
 	case contracts.ResourceOpRead:
-		return d.readResource(ctx, p)
+		return d.readResource(ctx, p, req.Caller())
 	case contracts.ResourceOpSubscribe:
 		return d.sup.Subscribe(ctx, p.Server, p.URI)
 	case contracts.ResourceOpUnsubscribe:
@@ -60,7 +60,7 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
 // readResource reads one resource: the original result is retained (as a
 // call's is), the caller gets a bounded preview and a receipt names the
 // read.
-func (d *daemon) readResource(ctx context.Context, p contracts.ResourceParams) (any, error) {
+func (d *daemon) readResource(ctx context.Context, p contracts.ResourceParams, caller contracts.Caller) (any, error) {
 	raw, err := d.sup.ReadResource(ctx, p.Server, p.URI)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (d *daemon) readResource(ctx context.Context, p contracts.ResourceParams) (
 	}
 	contents, truncated, perr := approvals.PreviewResource(text, approvals.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptResourceRead, Server: p.Server, Tool: clipText(uri, maxReceiptURIChars),
-		ArgumentsDigest: digestOf([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID}
+		ArgumentsDigest: digestOf([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
 		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
 	}
@@ -113,7 +113,7 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		return contracts.PromptListResult{Server: p.Server, Op: p.Op, Prompts: l.Prompts, Complete: l.Complete, Problem: l.Problem}, nil
 	case contracts.PromptOpGet:
-		return d.getPrompt(ctx, p)
+		return d.getPrompt(ctx, p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))
 }
@@ -121,7 +121,7 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
 // getPrompt gets one prompt: the original result is retained, the caller
 // gets its messages as bounded, safe evidence, and a receipt names the
 // get.
-func (d *daemon) getPrompt(ctx context.Context, p contracts.PromptParams) (any, error) {
+func (d *daemon) getPrompt(ctx context.Context, p contracts.PromptParams, caller contracts.Caller) (any, error) {
 	out, err := d.sup.GetPrompt(ctx, mcpclient.PromptRequest{Server: p.Server, Name: p.Name, Arguments: p.Arguments})
 	if err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func (d *daemon) getPrompt(ctx context.Context, p contracts.PromptParams) (any, 
 	}
 	desc, messages, truncated, perr := approvals.PreviewPrompt(text, approvals.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptPromptGet, Server: p.Server, Tool: name,
-		ArgumentsDigest: digestOf(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID}
+		ArgumentsDigest: digestOf(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
 		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
 	}

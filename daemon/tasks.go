@@ -43,7 +43,7 @@ func taskCall(server string, tool contracts.CatalogTool, want bool) (bool, error
 
 // prepareTask prepares the action that creates a task: a task-augmented
 // tools/call of tool with args (validated already).
-func (d *daemon) prepareTask(ctx context.Context, server string, tool contracts.CatalogTool, args []byte) (any, error) {
+func (d *daemon) prepareTask(ctx context.Context, server string, tool contracts.CatalogTool, args []byte, caller contracts.Caller) (any, error) {
 	if tool.Grant == contracts.GrantNotSelected {
 		return nil, contracts.WithHint(
 			contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
@@ -57,7 +57,7 @@ func (d *daemon) prepareTask(ctx context.Context, server string, tool contracts.
 	if err != nil {
 		return nil, err
 	}
-	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCreate, server, tool.OriginalName, args, d.red.Text(tool.Description), fp)
+	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCreate, server, tool.OriginalName, args, d.red.Text(tool.Description), fp, caller)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (d *daemon) dispatchEnd(a approvals.Action, res *contracts.CallResult, err 
 		res.Status = contracts.CallCompleted
 	}
 	rec := approvals.Receipt{Kind: a.Kind, Server: a.Server, Tool: d.red.Text(a.Tool), ArgumentsDigest: digestOf(a.Arguments),
-		ActionID: a.ID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent}
+		ActionID: a.ID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent, Caller: a.Caller}
 	if res.Error != nil {
 		rec.Error = d.red.Text(res.Error.Message)
 	}
@@ -234,9 +234,9 @@ func (d *daemon) tasks(ctx context.Context, req *rpc.Request) (any, error) {
 		info, _, _ := d.taskInfo(p.Server, *ans.Task, "tasks/get")
 		return contracts.TaskGetResult{Server: p.Server, Op: p.Op, Task: info}, nil
 	case contracts.TaskOpResult:
-		return d.taskResult(ctx, p)
+		return d.taskResult(ctx, p, req.Caller())
 	case contracts.TaskOpCancel:
-		return d.prepareCancel(ctx, p)
+		return d.prepareCancel(ctx, p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op",
 		`"op" must be "list", "get", "result" or "cancel", not %q`, clipText(p.Op, 40))
@@ -244,7 +244,7 @@ func (d *daemon) tasks(ctx context.Context, req *rpc.Request) (any, error) {
 
 // taskResult fetches a task's result: retained like a call's result, a
 // bounded preview for the caller, a receipt (mcp_task_result).
-func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams) (any, error) {
+func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams, caller contracts.Caller) (any, error) {
 	ans, err := d.sup.Tasks(ctx, mcpclient.TaskRequest{Server: p.Server, Method: "tasks/result", TaskID: p.TaskID, Cursor: p.Cursor})
 	if err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams) (any, 
 	}
 	content, structured, isError, truncated, perr := approvals.Preview(text, approvals.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptTaskResult, Server: p.Server, Tool: clipText(d.red.Text(p.TaskID), maxReceiptURIChars),
-		ArgumentsDigest: digestOf([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID}
+		ArgumentsDigest: digestOf([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if task, ok, _ := d.ledger.Task(p.Server, p.TaskID); ok {
 		rec.ActionID = task.ActionID
 	}
@@ -284,7 +284,7 @@ func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams) (any, 
 
 // prepareCancel prepares the action that cancels a task: tasks/cancel on
 // the connection the server has now (a task lives in its session).
-func (d *daemon) prepareCancel(ctx context.Context, p contracts.TasksParams) (any, error) {
+func (d *daemon) prepareCancel(ctx context.Context, p contracts.TasksParams, caller contracts.Caller) (any, error) {
 	gen, err := d.sup.CheckTasks(ctx, mcpclient.TaskRequest{Server: p.Server, Method: methodTasksCancel, TaskID: p.TaskID, Cursor: p.Cursor})
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func (d *daemon) prepareCancel(ctx context.Context, p contracts.TasksParams) (an
 		desc += " (a task pikod has no record of)"
 	}
 	fp := contracts.Fingerprints{Settings: cfg.Digest(), CredentialGeneration: d.creds.generation(p.Server), ConnectionGeneration: gen}
-	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCancel, p.Server, methodTasksCancel, args, d.red.Text(desc), fp)
+	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCancel, p.Server, methodTasksCancel, args, d.red.Text(desc), fp, caller)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,14 @@ import (
 
 // Peer is the process at the other end of an accepted connection, as the
 // kernel recorded it when that process connected.
-type Peer struct{ UID, GID, PID int }
+type Peer struct {
+	UID, GID, PID int
+	// Exe is the process's executable path, read when the connection
+	// was accepted (/proc/PID/exe on Linux, kern.procargs2 on macOS);
+	// "" when it could not be read. It names what PID ran then: a process
+	// that exec'd since, or a script's interpreter, reads as that.
+	Exe string
+}
 
 // PeerOf returns the credentials attached to a connection accepted by a
 // Listen listener; ok is false for any other connection.
@@ -220,6 +227,9 @@ func (l *listener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
+		// Read now, while the peer most likely still runs what connected;
+		// an unreadable path is recorded as unknown, never a refusal.
+		p.Exe = peerExe(p.PID)
 		return &peerConn{UnixConn: c, peer: p}, nil
 	}
 }

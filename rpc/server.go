@@ -48,6 +48,16 @@ type Request struct {
 // outlives the request: a handler may keep it to send notifications later.
 func (r *Request) Conn() *Conn { return r.conn }
 
+// Caller is who made the request: the peer's pid and executable as the
+// kernel reported them, and what its connection declared so far
+// (Conn.Declare), bounded.
+func (r *Request) Caller() contracts.Caller {
+	if r.conn == nil {
+		return contracts.Caller{PID: r.Peer.PID, Executable: r.Peer.Exe}.Bounded()
+	}
+	return r.conn.Caller()
+}
+
 // Conn is one client connection, as handlers may keep it beyond a request
 // (the daemon's event watchers do). Its identity is the connection's: every
 // request on one connection returns the same *Conn.
@@ -93,6 +103,27 @@ func (c *Conn) Done() <-chan struct{} { return c.cs.ctx.Done() }
 // Peer returns the process on the other end (zero when the listener was not
 // made by Listen).
 func (c *Conn) Peer() Peer { return c.cs.peer }
+
+// Declare records what the client says it is (system.hello's client and
+// via) for every later request on the connection; it replaces an earlier
+// declaration. The text is kept as declared, bounded (see
+// contracts.Caller.Bounded), and never trusted.
+func (c *Conn) Declare(client contracts.ClientInfo, via string) {
+	d := contracts.Caller{Client: client, Via: via}.Bounded()
+	c.cs.mu.Lock()
+	c.cs.declared = d
+	c.cs.mu.Unlock()
+}
+
+// Caller is who is on the connection: the peer's pid and executable, and
+// its declaration.
+func (c *Conn) Caller() contracts.Caller {
+	c.cs.mu.Lock()
+	d := c.cs.declared
+	c.cs.mu.Unlock()
+	d.PID, d.Executable = c.cs.peer.PID, c.cs.peer.Exe
+	return d.Bounded()
+}
 
 // HandlerFunc serves one method. The result is marshalled with
 // encoding/json as the response's result; an error becomes the response's
@@ -404,6 +435,9 @@ type connState struct {
 	// conn is the connection as handlers see it, made at the first
 	// request.
 	conn *Conn
+	// declared is what the client declared itself to be (Conn.Declare);
+	// only its Client and Via are set.
+	declared contracts.Caller
 }
 
 // finish forgets a request that has been answered.
@@ -428,7 +462,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	}
 	cs.peer, _ = PeerOf(nc)
 	log := s.log.With().Int("peer_pid", cs.peer.PID).Logger()
-	log.Debug().Msg("connection opened")
+	log.Debug().Str("peer_exe", cs.peer.Exe).Msg("connection opened")
 
 	st := newStream(nc, s.maxFrame, s.writeTimeout, true, log)
 	st.filter = s.filter

@@ -414,10 +414,10 @@ func (a *app) newActionsCmd() *cobra.Command {
 				return w.err
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCREATED\tADVICE")
+			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCALLER\tCREATED\tADVICE")
 			for _, x := range res.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(w.clip(x.Tool, 30)),
-					cell(w.when(x.CreatedAt)), cell(w.clip(x.Advice, 70)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(w.clip(x.Tool, 30)),
+					cell(w.caller(x.Caller)), cell(w.when(x.CreatedAt)), cell(w.clip(x.Advice, 70)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -466,6 +466,9 @@ func writeReview(w *errWriter, r *contracts.ActionReview) {
 	fmt.Fprintf(w, "action:    %s (%s)\n", clean(r.ID), clean(stateLabel(r.ActionSummary)))
 	fmt.Fprintf(w, "server:    %s\n", clean(r.Server))
 	fmt.Fprintf(w, "tool:      %s\n", clean(r.ToolName))
+	// Who asked, before anything else the owner weighs: the declared
+	// names are the caller's claim and say so.
+	fmt.Fprintf(w, "asked by:  %s\n", clean(r.Caller.Describe()))
 	switch r.Kind {
 	case contracts.ReceiptTaskCreate:
 		fmt.Fprintln(w, "sends:     tools/call as a task (task-augmented): the server creates a task that runs on after the call")
@@ -557,8 +560,8 @@ receipt; exit status as for 'pikoctl mcp call'.`,
 				return err
 			}
 			suffix := digestSuffix(r.Digest)
-			answer, err := tty.Ask(fmt.Sprintf("\nTo approve this call of %s on %s, type %s (the last %d characters of its digest).\nAnything else approves nothing: ",
-				clean(r.ToolName), clean(r.Server), suffix, len(suffix)))
+			answer, err := tty.Ask(fmt.Sprintf("\nTo approve this call of %s on %s asked by %s, type %s (the last %d characters of its digest).\nAnything else approves nothing: ",
+				clean(r.ToolName), clean(r.Server), clip(r.Caller.Short(), 60), suffix, len(suffix)))
 			if err != nil {
 				return err
 			}

@@ -106,6 +106,15 @@ func (b *errWriter) clip(s string, n int) string {
 	return clip(s, n)
 }
 
+// caller renders who asked for a table cell: the kernel's executable
+// name and pid and the declared name; --wide shows all of it.
+func (b *errWriter) caller(c contracts.Caller) string {
+	if b.wide {
+		return c.Describe()
+	}
+	return clip(c.Short(), 44)
+}
+
 // when renders an RFC 3339 time as an age ("3m ago"); --wide adds the
 // time itself.
 func (b *errWriter) when(ts string) string {

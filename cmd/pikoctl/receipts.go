@@ -148,10 +148,10 @@ func writeReceipts(w *errWriter, res *contracts.ReceiptsResult) {
 		fmt.Fprintln(w, "no receipts")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tRECEIPT\tCREATED\tKIND\tSERVER\tTOOL\tSTATUS")
+		fmt.Fprintln(tw, "SEQ\tRECEIPT\tCREATED\tKIND\tSERVER\tTOOL\tSTATUS\tCALLER")
 		for _, r := range res.Receipts {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(w.when(r.CreatedAt)), cell(r.Kind),
-				cell(r.Server), cell(w.clip(r.Tool, 30)), cell(r.Status))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, cell(r.ID), cell(w.when(r.CreatedAt)), cell(r.Kind),
+				cell(r.Server), cell(w.clip(r.Tool, 30)), cell(r.Status), cell(w.caller(r.Caller)))
 		}
 		if err := tw.Flush(); err != nil {
 			return
@@ -176,6 +176,7 @@ func writeReceipt(w *errWriter, r *contracts.ReceiptInfo) {
 	line("status", r.Status)
 	line("created", r.CreatedAt)
 	line("action", r.ActionID)
+	line("caller", r.Caller.Describe())
 	if r.ArgumentsDigest != "" {
 		line("arguments", "sha256 "+r.ArgumentsDigest)
 	}

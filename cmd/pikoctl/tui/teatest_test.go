@@ -140,14 +140,15 @@ func TestTeaActionsReview(t *testing.T) {
 	tm := startTea(t, Options{NoColor: true})
 	tm.Send(statusMsg{res: sampleStatus()})
 	tm.Send(actionsMsg{res: contracts.ActionsListResult{Actions: []contracts.ActionSummary{
-		{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count"},
+		{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", Caller: testCaller},
 		{ID: "act_00", State: contracts.ActionCompleted, Server: "fx", Tool: "count"},
 	}}})
 	pressKeys(tm, "3")
 	waitDrawn(t, tm, "act_00")
 	tm.Send(reviewMsg{res: contracts.ActionReview{
-		ActionSummary: contracts.ActionSummary{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:15:00Z"},
-		ToolName:      "count", ArgumentsText: "{\n  \"nonce\": \"n1\"\n}", Digest: "sha256:00112233445566778899aabbccddeeff",
+		ActionSummary: contracts.ActionSummary{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:15:00Z",
+			Caller: testCaller},
+		ToolName: "count", ArgumentsText: "{\n  \"nonce\": \"n1\"\n}", Digest: "sha256:00112233445566778899aabbccddeeff",
 	}})
 	waitDrawn(t, tm, "sha256:00112233445566778899aabbccddeeff")
 	s := finalScreen(t, tm)

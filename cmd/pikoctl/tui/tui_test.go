@@ -218,7 +218,7 @@ func TestActionsReview(t *testing.T) {
 	m := testModel(t)
 	m.Update(statusMsg{res: sampleStatus()})
 	m.Update(actionsMsg{res: contracts.ActionsListResult{Actions: []contracts.ActionSummary{
-		{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count"},
+		{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", Caller: testCaller},
 		{ID: "act_00", State: contracts.ActionCompleted, Server: "fx", Tool: "count"},
 	}}})
 	keys(m, "3")
@@ -226,8 +226,9 @@ func TestActionsReview(t *testing.T) {
 	// The daemon's review opens the review screen; approving it hands the
 	// terminal over (a command), rejecting a finished one is refused.
 	m.Update(reviewMsg{res: contracts.ActionReview{
-		ActionSummary: contracts.ActionSummary{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:15:00Z"},
-		ToolName:      "count", ArgumentsText: "{\n  \"nonce\": \"n1\"\n}", Digest: "sha256:00112233445566778899aabbccddeeff",
+		ActionSummary: contracts.ActionSummary{ID: "act_01", State: contracts.ActionPrepared, Server: "fx", Tool: "count", CreatedAt: "2026-12-01T18:00:00Z", ExpiresAt: "2026-12-01T18:15:00Z",
+			Caller: testCaller},
+		ToolName: "count", ArgumentsText: "{\n  \"nonce\": \"n1\"\n}", Digest: "sha256:00112233445566778899aabbccddeeff",
 	}})
 	golden(t, m, "review")
 	m.opts.Approve = nil
@@ -612,3 +613,7 @@ func TestRunCallWithProgress(t *testing.T) {
 		t.Error("esc did not close the finished call")
 	}
 }
+
+// testCaller is who asked for the fixture action: a bridge's connection.
+var testCaller = contracts.Caller{PID: 4242, Executable: "/home/me/.local/bin/pikoctl",
+	Client: contracts.ClientInfo{Name: "claude-code", Version: "2.1.0"}, Via: "pikoctl mcp serve"}

@@ -486,6 +486,9 @@ func (m *model) reviewText(r contracts.ActionReview) string {
 	fmt.Fprintf(&b, "action:    %s (%s)\n", safe(r.ID), safe(r.State))
 	fmt.Fprintf(&b, "server:    %s\n", safe(r.Server))
 	fmt.Fprintf(&b, "tool:      %s\n", safe(r.ToolName))
+	// Who asked comes before what it asks: the declared names say so.
+	asked := ansi.Wrap(safe(r.Caller.Describe()), max(m.width-12, 20), " ")
+	fmt.Fprintf(&b, "asked by:  %s\n", strings.ReplaceAll(asked, "\n", "\n           "))
 	if r.ToolDescription != "" {
 		fmt.Fprintf(&b, "described: %s\n", safe(firstLine(r.ToolDescription)))
 	}
@@ -579,15 +582,31 @@ func (m *model) actionsBody() []string {
 	if len(m.actions) == 0 {
 		return []string{"no actions: calls of tools that need your approval appear here"}
 	}
-	out := []string{m.st.dim.Render(fmt.Sprintf("  %-30s %-10s %-14s %s", "ACTION", "STATE", "SERVER", "TOOL"))}
+	out := []string{m.st.dim.Render(fmt.Sprintf("  %-30s %-10s %-10s %-11s %s", "ACTION", "STATE", "SERVER", "TOOL", "CALLER"))}
 	h := m.bodyHeight() - 1
 	start, end := window(m.actCursor, len(m.actions), h)
+	// The caller takes what is left of the line (the review shows it whole).
+	callerW := max(m.width-2-30-1-10-1-10-1-11-1, 8)
 	for i := start; i < end; i++ {
 		a := m.actions[i]
-		line := fmt.Sprintf("%-30s %-10s %-14s %s", clipTo(safe(a.ID), 30), safe(a.State), clipTo(safe(a.Server), 14), safe(a.Tool))
+		line := fmt.Sprintf("%-30s %-10s %-10s %-11s %s", clipTo(safe(a.ID), 30), safe(a.State), clipTo(safe(a.Server), 10),
+			clipTo(safe(a.Tool), 11), callerCell(a.Caller, callerW))
 		out = append(out, m.mark(i == m.actCursor, line))
 	}
 	return out
+}
+
+// callerCell is who asked, in w columns: the whole short form when it
+// fits, else the kernel's part of it ("pikoctl[4242]") rather than a cut
+// one.
+func callerCell(c contracts.Caller, w int) string {
+	s := c.Short()
+	if ansi.StringWidth(s) > w {
+		if i := strings.Index(s, "] "); i >= 0 && i+1 <= w {
+			return s[:i+1]
+		}
+	}
+	return clipTo(s, w)
 }
 
 func (m *model) authBody() []string {
