@@ -350,6 +350,15 @@ func TestBridgeTypeScriptClient(t *testing.T) {
 		if data, _ := os.ReadFile(callLog); !strings.Contains(string(data), nonce) {
 			t.Errorf("the approved call never reached the server")
 		}
+		// Who asked: the bridge process, for the host it declared.
+		rv = reviewOf(t, d, id)
+		var rec contracts.ReceiptsResult
+		d.callInto(t, contracts.MethodMCPReceipts, contracts.ReceiptsParams{ID: rv.ReceiptID}, &rec)
+		for what, c := range map[string]contracts.Caller{"action": rv.Caller, "receipt": rec.Receipts[0].Caller} {
+			if c.Executable != pikoctlBin || c.PID == 0 || c.Client.Name != "ts-sdk-test-host" || c.Client.Version != "9.8.7" || c.Via != "pikoctl mcp serve" {
+				t.Errorf("the %s's caller = %+v, want pikoctl (%s) for ts-sdk-test-host 9.8.7 via pikoctl mcp serve", what, c, pikoctlBin)
+			}
+		}
 	})
 
 	t.Run("rejected", func(t *testing.T) {

@@ -29,7 +29,7 @@ func TestInstallHosts(t *testing.T) {
 		"CODEX_HOME=" + filepath.Join(home, "codex"),
 	}
 	ctl := func(args ...string) (string, string, int) {
-		return runCtlOpts(t, d.socket, ctlOpts{env: env, noTTY: true}, "", args...)
+		return runCtlOpts(t, d.socket, ctlOpts{env: env}, "", args...)
 	}
 	ok := func(args ...string) string {
 		t.Helper()
@@ -181,7 +181,7 @@ func TestInstallBrokenHostFile(t *testing.T) {
 	if err := os.WriteFile(p, []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code := runCtlOpts(t, d.socket, ctlOpts{env: []string{"HOME=" + home}, noTTY: true}, "", "mcp", "install", "claude-code")
+	_, errOut, code := runCtlOpts(t, d.socket, ctlOpts{env: []string{"HOME=" + home}}, "", "mcp", "install", "claude-code")
 	if code != 1 || !strings.Contains(errOut, "line 3, column 26: a trailing comma") || !strings.Contains(errOut, "nothing was written") {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}

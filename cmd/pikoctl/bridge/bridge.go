@@ -163,10 +163,16 @@ func New(opts Options) (*Bridge, error) {
 		tools: map[string]exposedTool{}, prompts: map[string]promptRef{}, templates: map[string]string{}}
 	hooks := &server.Hooks{}
 	hooks.AddOnRequestInitialization(b.beforeRequest)
-	hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 		b.connMu.Lock()
 		b.host = req.Params.ClientInfo
+		c, hello := b.client, b.helloParams()
 		b.connMu.Unlock()
+		// The connection was made before the host said who it is: declare
+		// it now, for the records of what this host asks.
+		if c != nil {
+			_ = c.Call(ctx, contracts.MethodHello, hello, nil)
+		}
 	})
 	load := func(ctx context.Context) { b.ensureLoaded(ctx) }
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { load(ctx) })
@@ -290,10 +296,18 @@ func (b *Bridge) conn(ctx context.Context) (*rpc.Client, error) {
 	return c, nil
 }
 
+// Via is how the bridge names itself to pikod.
+const Via = "pikoctl mcp serve"
+
 // helloParams names this bridge and its host to pikod, for the records
-// of what it asks.
-func (b *Bridge) helloParams() map[string]any {
-	return map[string]any{"clientVersion": b.opts.Version}
+// of what it asks (--name replaces the host's name). Called with connMu
+// held.
+func (b *Bridge) helloParams() contracts.HelloParams {
+	client := contracts.ClientInfo{Name: b.host.Name, Version: b.host.Version}
+	if b.opts.Name != "" {
+		client.Name = b.opts.Name
+	}
+	return contracts.HelloParams{ClientVersion: b.opts.Version, Client: client, Via: Via}
 }
 
 // onNotification runs on the socket's reader: it only enqueues.
