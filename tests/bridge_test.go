@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,8 +223,8 @@ func bridgeSetup(t *testing.T) (d *daemon, callLog string, names map[string]stri
 	t.Helper()
 	callLog = filepath.Join(t.TempDir(), "calls.log")
 	d = startDaemon(t)
-	fx := stdioFixture("fx", "--call-log", callLog, "--completions").with(
-		"readOnlyTools", []string{"echo", "sleep", "big", "notify-list-changed"})
+	fx := stdioFixture("fx", "--call-log", callLog, "--completions", "--log-tool").with(
+		"readOnlyTools", []string{"echo", "sleep", "big", "notify-list-changed", "log"})
 	two := stdioFixture("two", "--name", "two").with("tools", []string{"echo"}, "readOnlyTools", []string{"echo"})
 	configureMCP(t, d, mcpSettings(t, fx, two))
 	connectServer(t, d, "fx")
@@ -409,6 +410,25 @@ func TestBridgeTypeScriptClient(t *testing.T) {
 				t.Fatalf("no receipt for the cancelled sleep")
 			}
 			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
+	t.Run("log messages relayed", func(t *testing.T) {
+		text := "log-" + randomToken(t, 8)
+		h.do(map[string]any{"op": "call", "name": names["fx/log"], "arguments": map[string]any{"level": "error", "text": text}})
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case m := <-h.events:
+				if m["event"] == "message" && strings.Contains(fmt.Sprint(m["data"]), text) {
+					if m["level"] != "error" {
+						t.Errorf("relayed log message level %v, want error", m["level"])
+					}
+					return
+				}
+			case <-deadline:
+				t.Fatalf("the server's log message never reached the host")
+			}
 		}
 	})
 
@@ -739,5 +759,86 @@ func TestBridgeNoDaemon(t *testing.T) {
 			t.Fatalf("stderr does not say how to start pikod:\n%s", h.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBridgeHTTP serves the bridge over Streamable HTTP on loopback: no
+// token, a wrong token, a foreign Host or Origin are refused; the
+// TypeScript SDK's HTTP client with the token lists and calls tools.
+func TestBridgeHTTP(t *testing.T) {
+	dir := interopDir(t)
+	d, _, names := bridgeSetup(t)
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "mcp", "serve", "--http", "127.0.0.1:0")
+	cmd.Env = append(minimalEnv(t.TempDir()), "DBUS_SESSION_BUS_ADDRESS=disabled:")
+	detach(cmd)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	var url, token string
+	for sc.Scan() && (url == "" || token == "") {
+		line := sc.Text()
+		if u, ok := strings.CutPrefix(line, "pikoctl mcp serve: "); ok {
+			url = u
+		}
+		if tok, ok := strings.CutPrefix(line, "Authorization: Bearer "); ok {
+			token = tok
+		}
+	}
+	if url == "" || token == "" {
+		t.Fatalf("no URL and token on stdout; stderr:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Errorf("the token is on stderr")
+	}
+	post := func(mutate func(*http.Request)) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		mutate(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for what, mutate := range map[string]func(*http.Request){
+		"no token":       func(r *http.Request) { r.Header.Del("Authorization") },
+		"wrong token":    func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+strings.Repeat("a", len(token))) },
+		"foreign Host":   func(r *http.Request) { r.Host = "evil.example:80" },
+		"foreign Origin": func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") },
+	} {
+		if code := post(mutate); code != http.StatusUnauthorized && code != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 401 or 403", what, code)
+		}
+	}
+	if code := post(func(*http.Request) {}); code == http.StatusUnauthorized || code == http.StatusForbidden {
+		// A ping before initialize may be refused by the MCP layer, but
+		// never by the guard.
+		t.Errorf("with the token: status %d", code)
+	}
+	h := startHost(t, d, []string{"node", filepath.Join(dir, "bridge-driver.mjs"), "--http", url, token})
+	_ = h // the driver's argv ends with pikoctl ... serve, which --http ignores
+	h.do(map[string]any{"op": "init"})
+	tools := toolsOf(h.do(map[string]any{"op": "listTools"}))
+	if tools[names["fx/echo"]] == nil {
+		t.Fatalf("tools over http: %v", slices.Collect(mapsKeys(tools)))
+	}
+	m := h.do(map[string]any{"op": "call", "name": names["fx/echo"], "arguments": map[string]any{"text": "over http"}})
+	if !strings.Contains(resultText(m), "over http") {
+		t.Errorf("call over http answered %v", m)
 	}
 }

@@ -26,7 +26,10 @@ var importRules = map[string]struct {
 	"approvals":   {own: []string{"contracts"}, anyThird: true},
 	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
 	"cmd/pikod":   {own: []string{"contracts", "daemon", "rpc", "mcpclient", "vault", "approvals"}, anyThird: true},
-	"cmd/pikoctl": {own: []string{"contracts", "rpc", "cmd/pikoctl/tui"}, anyThird: true},
+	"cmd/pikoctl": {own: []string{"contracts", "rpc", "cmd/pikoctl/tui", "cmd/pikoctl/bridge"}, anyThird: true},
+	// The bridge is a plain client of the socket: the wire, the rpc
+	// client and mcp-go's server, nothing of pikod's own MCP or storage.
+	"cmd/pikoctl/bridge": {own: []string{"contracts", "rpc"}, anyThird: true},
 	// The TUI is part of the thin client: the wire and the rpc client only.
 	"cmd/pikoctl/tui": {own: []string{"contracts", "rpc"}, anyThird: true},
 

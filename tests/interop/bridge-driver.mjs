@@ -4,8 +4,10 @@
 // answers, or an asynchronous event ({"event": ...}).
 //
 // Usage: node bridge-driver.mjs PIKOCTL ARG...
+//        node bridge-driver.mjs --http URL TOKEN
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ToolListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
@@ -18,7 +20,10 @@ import readline from "node:readline";
 const [cmd, ...args] = process.argv.slice(2);
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
 
-const transport = new StdioClientTransport({ command: cmd, args, env: process.env, stderr: "inherit" });
+const transport =
+  cmd === "--http"
+    ? new StreamableHTTPClientTransport(new URL(args[0]), { requestInit: { headers: { Authorization: "Bearer " + args[1] } } })
+    : new StdioClientTransport({ command: cmd, args, env: process.env, stderr: "inherit" });
 const client = new Client({ name: "ts-sdk-test-host", version: "9.8.7" }, { capabilities: {} });
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => out({ event: "tools/list_changed" }));
 client.setNotificationHandler(ResourceListChangedNotificationSchema, () => out({ event: "resources/list_changed" }));

@@ -24,7 +24,7 @@ import (
 )
 
 // scenarioLetters names the scenarios, in the order they run.
-const scenarioLetters = "abcdefp"
+const scenarioLetters = "abcdefgp"
 
 // config is what the flags choose.
 type config struct {
@@ -143,6 +143,7 @@ func run() error {
 		{"d", r.scenarioRSS},
 		{"e", r.scenarioDiscovery},
 		{"f", r.scenarioExtra},
+		{"g", r.scenarioBridge},
 		{"p", r.scenarioProfiles},
 	} {
 		if cfg.only != nil && !cfg.only[s.key] {

@@ -283,7 +283,7 @@ func (b *Bridge) conn(ctx context.Context) (*rpc.Client, error) {
 		c.Close()
 		return nil, fmt.Errorf("pikod at %s did not answer system.hello: %w", b.opts.Socket, err)
 	}
-	watch := contracts.WatchParams{Kinds: []string{contracts.EventCatalog, contracts.EventResource}, Servers: b.opts.Servers}
+	watch := contracts.WatchParams{Kinds: []string{contracts.EventCatalog, contracts.EventResource, contracts.EventLog}, Servers: b.opts.Servers}
 	if err := c.Call(ctx, contracts.MethodMCPWatch, watch, nil); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("watching pikod's catalog: %w", err)
@@ -349,6 +349,8 @@ func (b *Bridge) eventLoop() {
 				if reload == nil {
 					reload = time.After(100 * time.Millisecond)
 				}
+			case contracts.EventLog:
+				b.relayLog(ev)
 			case contracts.EventResource:
 				var d contracts.ResourceEventData
 				if json.Unmarshal(ev.Data, &d) == nil && d.URI != "" {
@@ -370,6 +372,28 @@ func (b *Bridge) eventLoop() {
 			cancel()
 		}
 	}
+}
+
+// relayLog passes a server's log message (already redacted and made safe
+// by pikod) to the host, its logger named after the server.
+func (b *Bridge) relayLog(ev contracts.EventParams) {
+	var e contracts.LogEntry
+	if json.Unmarshal(ev.Data, &e) != nil {
+		return
+	}
+	level := mcp.LoggingLevel(e.Level)
+	if !slices.Contains(contracts.LogLevels, e.Level) {
+		level = mcp.LoggingLevelInfo
+	}
+	logger := ev.Server
+	if e.Logger != "" {
+		logger += "/" + e.Logger
+	}
+	var data any = e.Data
+	if len(e.Data) == 0 {
+		data = ""
+	}
+	b.srv.SendNotificationToAllClients(string(mcp.MethodNotificationMessage), map[string]any{"level": level, "logger": logger, "data": data})
 }
 
 // logToHost sends the host a log message (notifications/message).
