@@ -15,16 +15,9 @@ import (
 // ledger, the receipt and the retained result. It decides nothing and
 // sends nothing: any local tool may ask what became of an action.
 func (d *daemon) actionsResult(ctx context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeAction(req)
+	a, err := d.requestedAction(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	a, err := d.ledger.Get(id)
-	if err != nil {
-		return nil, err
-	}
-	if a.State == contracts.ActionPrepared {
-		a = d.revalidate(a, d.currentFingerprints(ctx, a.Server, a.Tool, false))
 	}
 	res := contracts.CallResult{Server: a.Server, Tool: a.Tool, ActionID: a.ID, Digest: a.Digest}
 	switch a.State {

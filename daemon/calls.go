@@ -401,18 +401,28 @@ func decodeAction(req *rpc.Request) (string, error) {
 // approving would send, safe to show. A prepared action whose
 // fingerprints moved is recorded stale first, with the reason.
 func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeAction(req)
+	a, err := d.requestedAction(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	return approvals.Review(a), nil
+}
+
+// requestedAction is the action a request's params name, recorded stale
+// first when it is prepared and a fingerprint moved.
+func (d *daemon) requestedAction(ctx context.Context, req *rpc.Request) (approvals.Action, error) {
+	id, err := decodeAction(req)
+	if err != nil {
+		return approvals.Action{}, err
+	}
 	a, err := d.ledger.Get(id)
 	if err != nil {
-		return nil, err
+		return approvals.Action{}, err
 	}
 	if a.State == contracts.ActionPrepared {
 		a = d.revalidate(a, d.currentFingerprints(ctx, a.Server, a.Tool, false))
 	}
-	return approvals.Review(a), nil
+	return a, nil
 }
 
 // actionsApprove serves extensions.mcp.actions.approve. Approving is

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -50,19 +48,9 @@ func (r *runner) scenarioBridge() error {
 		list, err := series(2, 20, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 			defer cancel()
-			n := 0
-			var cursor mcp.Cursor
-			for {
-				var req mcp.ListToolsRequest
-				req.Params.Cursor = cursor
-				res, err := bc.c.ListTools(ctx, req)
-				if err != nil {
-					return err
-				}
-				n += len(res.Tools)
-				if cursor = res.NextCursor; cursor == "" {
-					break
-				}
+			n, err := bc.listTools(ctx)
+			if err != nil {
+				return err
 			}
 			if n < bridgeTools {
 				return fmt.Errorf("tools/list gave %d tools, want at least %d", n, bridgeTools)
@@ -72,11 +60,28 @@ func (r *runner) scenarioBridge() error {
 		if err != nil {
 			return fmt.Errorf("bridge tools/list: %w", err)
 		}
-		s, b, l := summarize(socket), summarize(bridge), summarize(list)
+		// The same lists straight from a fixture of as many tools: what
+		// the client's own decoding costs.
+		dc, err := startDirect(r.bin.fixture, "--tools", fmt.Sprint(bridgeTools+3))
+		if err != nil {
+			return err
+		}
+		direct, err := series(2, 20, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+			defer cancel()
+			_, err := dc.listTools(ctx)
+			return err
+		})
+		dc.close()
+		if err != nil {
+			return fmt.Errorf("direct tools/list: %w", err)
+		}
+		s, b, l, dl := summarize(socket), summarize(bridge), summarize(list), summarize(direct)
 		t := &table{header: []string{"path", "p50", "p90", "p99", "p50 over the socket", "target"}}
 		t.add("read call, pikod's socket (rpc.Client)", fmtDur(s.p50), fmtDur(s.p90), fmtDur(s.p99), "—", "—")
 		t.add("read call through pikoctl mcp serve (mcp-go client on stdio)", fmtDur(b.p50), fmtDur(b.p90), fmtDur(b.p99), fmtDur(b.p50-s.p50), "≤ 150µs")
 		t.add(fmt.Sprintf("tools/list of %d+ tools through the bridge, every page", bridgeTools), fmtDur(l.p50), fmtDur(l.p90), fmtDur(l.p99), "—", "≤ 50ms")
+		t.add(fmt.Sprintf("tools/list of %d tools straight from the fixture (same client)", bridgeTools+3), fmtDur(dl.p50), fmtDur(dl.p90), fmtDur(dl.p99), "—", "—")
 		r.rep.section("(g) The bridge (pikoctl mcp serve)",
 			fmt.Sprintf("%d sequential read calls of echo after %d warm-up calls, first on one socket connection, then "+
 				"through one pikoctl mcp serve process driven by an mcp-go stdio client (legacy protocol); then 20 "+

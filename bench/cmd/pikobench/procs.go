@@ -350,11 +350,9 @@ func (dc *directClient) call(tool string, args map[string]any) error {
 	return nil
 }
 
-// listAll reads every page of every list the fixture offers, as pikod's
-// discovery does, and returns the number of tools.
-func (dc *directClient) listAll() (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-	defer cancel()
+// listTools reads every page of tools/list and returns the number of
+// tools.
+func (dc *directClient) listTools(ctx context.Context) (int, error) {
 	var tools int
 	var cursor mcp.Cursor
 	for {
@@ -366,10 +364,22 @@ func (dc *directClient) listAll() (int, error) {
 		}
 		tools += len(res.Tools)
 		if cursor = res.NextCursor; cursor == "" {
-			break
+			return tools, nil
 		}
 	}
-	for cursor = ""; ; {
+}
+
+// listAll reads every page of every list the fixture offers, as pikod's
+// discovery does, and returns the number of tools.
+func (dc *directClient) listAll() (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	defer cancel()
+	tools, err := dc.listTools(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var cursor mcp.Cursor
+	for {
 		var req mcp.ListResourcesRequest
 		req.Params.Cursor = cursor
 		res, err := dc.c.ListResourcesByPage(ctx, req)

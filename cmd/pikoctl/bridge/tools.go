@@ -438,10 +438,17 @@ type progress struct {
 }
 
 func (b *Bridge) progress(ctx context.Context, req mcp.CallToolRequest) *progress {
-	p := &progress{ch: make(chan map[string]any, 64), done: make(chan struct{})}
+	p := &progress{done: make(chan struct{})}
 	if req.Params.Meta != nil {
 		p.token = req.Params.Meta.ProgressToken
 	}
+	if p.token == nil {
+		// Nothing to relay: no goroutine.
+		p.closed = true
+		close(p.done)
+		return p
+	}
+	p.ch = make(chan map[string]any, 64)
 	go func() {
 		defer close(p.done)
 		for n := range p.ch {
@@ -481,8 +488,10 @@ func (p *progress) send(n, total float64, msg string) {
 
 func (p *progress) close() {
 	p.mu.Lock()
+	if p.ch != nil && !p.closed {
+		close(p.ch)
+	}
 	p.closed = true
-	close(p.ch)
 	p.mu.Unlock()
 	<-p.done
 }
