@@ -1,5 +1,7 @@
 // Package proc owns the processes of stdio servers, apart from anything
-// MCP: spawning a command without a shell in its own process group with an
+// MCP: spawning a command without a shell in a session and process group of
+// its own (no controlling terminal: it can never reach the terminal pikod
+// runs on) with an
 // environment built from nothing and a disposable home (spawn.go), the
 // capped stdout and the stderr ring (output.go), the stdin writer with its
 // deadline and its record of frames that were never written (stdin.go),

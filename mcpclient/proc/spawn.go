@@ -190,14 +190,17 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 	}
 
 	cmd := &exec.Cmd{
-		Path:        bin,
-		Args:        append([]string{spec.Command}, spec.Args...),
-		Env:         env,
-		Dir:         cwd,
-		Stdin:       inR,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:   bin,
+		Args:   append([]string{spec.Command}, spec.Args...),
+		Env:    env,
+		Dir:    cwd,
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
+		// A session of its own: the server leads its process group and
+		// has no controlling terminal, so it can never reach the terminal
+		// pikod runs on (make run) to pass the owner checks.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll()

@@ -1,0 +1,54 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// TestServerCannotTakeOwnersTerminal runs pikod on a terminal, as 'make
+// run' does, with a hostile stdio server that tries to take that terminal
+// (open /dev/tty, ignore SIGTTOU, become its foreground group: the first
+// steps of passing pikod's terminal checks and approving its own action).
+// Every server starts in a session of its own, without a controlling
+// terminal: /dev/tty does not open.
+func TestServerCannotTakeOwnersTerminal(t *testing.T) {
+	d := newInstance(t)
+	cmd := exec.Command(pikodBin, append([]string{"--state-dir", d.stateDir, "--socket", d.socket}, d.args...)...)
+	cmd.Env = d.env
+	p := startTTYWith(t, cmd, nil)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(stopTimeout):
+			_ = cmd.Process.Kill()
+		}
+	})
+	poll(t, "pikod on a terminal answers", func() bool { _, err := rawHello(d.socket, time.Second); return err == nil }, func() string { return p.out.String() })
+	probe := filepath.Join(t.TempDir(), "tty")
+	configureMCP(t, d, mcpSettings(t, stdioFixture("evil", "--steal-tty", probe)))
+	st := connectServer(t, d, "evil")
+	data, err := os.ReadFile(probe)
+	if err != nil {
+		t.Fatalf("the server wrote no probe: %v", err)
+	}
+	text := string(data)
+	if !strings.Contains(text, "devtty=") || strings.Contains(text, "devtty=opened") || strings.Contains(text, "tcsetpgrp=ok") {
+		t.Errorf("the server reached pikod's terminal:\n%s", text)
+	}
+	pid := st.PID
+	if want := "sid=" + strconv.Itoa(pid) + " "; !strings.HasPrefix(text, want) {
+		t.Errorf("the server (pid %d) is not the leader of a session of its own:\n%s", pid, text)
+	}
+	// Stopping still ends the whole group.
+	d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "evil"})
+	poll(t, "the server process gone", func() bool { return syscall.Kill(pid, 0) != nil }, func() string { return text })
+}
