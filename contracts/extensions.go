@@ -31,9 +31,11 @@ type ConfigureResult struct {
 	Changed      []string `json:"changed"`
 	Removed      []string `json:"removed"`
 	Disconnected []string `json:"disconnected"`
-	// Widened lists every grant the new settings add: tools that now run
-	// without approval, sampling or elicitation switched on, granted
-	// servers that now run another program. Never silent.
+	// Widened lists everything the new settings open up: tools that now
+	// run without approval, sampling or elicitation switched on, granted
+	// servers that now run another program, an artifactDirectory added or
+	// moved, allowPrivateNetwork switched on, more tools selected, or
+	// resources or prompts switched on. Never silent.
 	Widened []string `json:"widened"`
 }
 

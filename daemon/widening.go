@@ -9,8 +9,12 @@ import (
 
 // widenedGrants lists what next grants that prev did not: tools added to
 // readOnlyTools or autonomousTools, sampling or elicitation switched on,
-// and granted servers whose command, arguments, working directory, env or
-// URL changed (the delegated trust would now apply to another program).
+// granted servers whose command, arguments, working directory, env or
+// URL changed (the delegated trust would now apply to another program),
+// an artifactDirectory added or moved (its files become readable through
+// pikod), allowPrivateNetwork switched on, and, for a server already
+// configured, more tools selected (tools omitted where a list was given,
+// or names added to it) or resources or prompts switched on.
 // Saving still goes ahead; the list is reported and logged so a widening
 // is never silent.
 func widenedGrants(prev, next *contracts.MCPSettings) []string {
@@ -41,10 +45,44 @@ func widenedGrants(prev, next *contracts.MCPSettings) []string {
 		if n.Elicitation && !o.Elicitation {
 			out = append(out, fmt.Sprintf("server %q: elicitation enabled", n.ID))
 		}
+		if n.ArtifactDirectory != "" && n.ArtifactDirectory != o.ArtifactDirectory {
+			out = append(out, fmt.Sprintf("server %q: files it reports in %s can be read through pikod (artifactDirectory)", n.ID, n.ArtifactDirectory))
+		}
+		if n.AllowPrivateNetwork && !o.AllowPrivateNetwork {
+			out = append(out, fmt.Sprintf("server %q: its endpoint may be on this machine or a private network (allowPrivateNetwork)", n.ID))
+		}
+		if o.ID != "" {
+			out = append(out, widenedSelection(o, n)...)
+		}
 		granted := len(n.AutonomousTools)+len(n.ReadOnlyTools) > 0
 		if o.ID != "" && granted && identity(o) != identity(n) {
 			out = append(out, fmt.Sprintf("server %q: its granted tools now run in a different program or endpoint", n.ID))
 		}
+	}
+	return out
+}
+
+// widenedSelection lists what an existing server's next settings select
+// that its previous ones did not: tools (every one when the list is
+// dropped), resources and prompts.
+func widenedSelection(o, n *contracts.ServerSettings) []string {
+	var out []string
+	switch {
+	case o.Tools == nil:
+	case n.Tools == nil:
+		out = append(out, fmt.Sprintf("server %q: every tool is selected, callable with approval (tools omitted)", n.ID))
+	default:
+		for _, t := range *n.Tools {
+			if !slices.Contains(*o.Tools, t) {
+				out = append(out, fmt.Sprintf("server %q: %q is selected, callable with approval (tools)", n.ID, t))
+			}
+		}
+	}
+	if n.ResourcesEnabled() && !o.ResourcesEnabled() {
+		out = append(out, fmt.Sprintf("server %q: its resources can be listed and read (resources)", n.ID))
+	}
+	if n.PromptsEnabled() && !o.PromptsEnabled() {
+		out = append(out, fmt.Sprintf("server %q: its prompts can be listed and got (prompts)", n.ID))
 	}
 	return out
 }

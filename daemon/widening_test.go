@@ -29,6 +29,12 @@ func TestWidenedGrants(t *testing.T) {
 		{"sampling on", mut(func(s *contracts.ServerSettings) { s.Sampling = true }), "sampling enabled"},
 		{"command changed", mut(func(s *contracts.ServerSettings) { s.Command = "/bin/other" }), "different program"},
 		{"env changed", mut(func(s *contracts.ServerSettings) { s.Env = map[string]string{"PATH": "/x"} }), "different program"},
+		{"artifact directory added", mut(func(s *contracts.ServerSettings) { s.ArtifactDirectory = "/home/me/art" }), "/home/me/art can be read through pikod (artifactDirectory)"},
+		{"private network on", mut(func(s *contracts.ServerSettings) { s.AllowPrivateNetwork = true }), "(allowPrivateNetwork)"},
+		{"every tool selected", mut(func(s *contracts.ServerSettings) { s.Tools = nil }), "every tool is selected"},
+		{"a tool selected", mut(func(s *contracts.ServerSettings) { more := []string{"a", "b", "c"}; s.Tools = &more }), `"c" is selected`},
+		{"fewer tools", mut(func(s *contracts.ServerSettings) { fewer := []string{"a"}; s.Tools = &fewer }), ""},
+		{"resources on", mut(func(s *contracts.ServerSettings) { off := false; s.Resources = &off }), ""},
 	}
 	for _, tt := range tests {
 		got := widenedGrants(prev, tt.next)
@@ -38,6 +44,13 @@ func TestWidenedGrants(t *testing.T) {
 		case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)):
 			t.Errorf("%s: widened = %q, want one entry with %q", tt.name, got, tt.want)
 		}
+	}
+	// Switching resources back on widens.
+	off := false
+	noRes := base
+	noRes.Resources = &off
+	if got := widenedGrants(&contracts.MCPSettings{Servers: []contracts.ServerSettings{noRes}}, prev); len(got) != 1 || !strings.Contains(got[0], "resources can be listed") {
+		t.Errorf("resources switched on: widened = %q", got)
 	}
 	// A new server with grants widens; one without does not.
 	fresh := &contracts.MCPSettings{}

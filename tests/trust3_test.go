@@ -52,3 +52,34 @@ func TestServerCannotTakeOwnersTerminal(t *testing.T) {
 	d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "evil"})
 	poll(t, "the server process gone", func() bool { return syscall.Kill(pid, 0) != nil }, func() string { return text })
 }
+
+// TestNothingWidensInSilence: settings that add an artifactDirectory,
+// switch allowPrivateNetwork on, or select every tool where a list was
+// given print a widens: line, on a dry run as on the save.
+func TestNothingWidensInSilence(t *testing.T) {
+	d := startDaemon(t)
+	art := privateDir(t)
+	base := stdioFixture("fx").with("tools", []string{"echo"})
+	remote := remoteFixture("web", "http", "https://mcp.example.com/mcp").with("allowPrivateNetwork", false)
+	configureMCP(t, d, mcpSettings(t, base, remote))
+	wider := mcpSettings(t,
+		stdioFixture("fx").with("artifactDirectory", art),
+		remoteFixture("web", "http", "https://mcp.example.com/mcp"))
+	file := writeFile(t, "wider.json", wider)
+	for _, dry := range []bool{true, false} {
+		args := []string{"mcp", "configure", file}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		out := ctlOK(t, d, "", args...)
+		for _, want := range []string{
+			`widens: server "fx": files it reports in ` + art,
+			`widens: server "fx": every tool is selected`,
+			`widens: server "web": its endpoint may be on this machine or a private network`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("configure (dry run %v) does not say %q:\n%s", dry, want, out)
+			}
+		}
+	}
+}
