@@ -80,11 +80,12 @@ type vscodeInput struct {
 
 func (a *app) newImportCmd() *cobra.Command {
 	var (
-		apply bool
-		only  []string
+		apply      bool
+		allowHooks bool
+		only       []string
 	)
 	cmd := &cobra.Command{
-		Use:   "import FILE [--apply] [--only NAME,...]",
+		Use:   "import FILE [--apply] [--only NAME,...] [--allow-env-hooks]",
 		Short: "Add the servers of a Claude Desktop, Cursor, VS Code or Codex configuration",
 		Long: `import reads another client's MCP configuration and adds its servers to the
 pikod settings. It understands:
@@ -104,7 +105,13 @@ type, echo off; without one they are stored as written); ${input:ID} and
 ${env:NAME} references (and Codex env_vars,
 bearer_token_env_var, env_http_headers) are asked for at the terminal with
 echo off. Credential values are never written to the settings or printed.
-Nothing is granted: every tool starts approval-required.`,
+Nothing is granted: every tool starts approval-required.
+
+The review shows everything that would be saved: each command whole, its
+args, cwd, every env name (credential values masked) and header. An entry
+setting a loader or interpreter hook (LD_PRELOAD, LD_LIBRARY_PATH, DYLD_*,
+NODE_OPTIONS, PYTHONPATH, PYTHONSTARTUP, PERL5OPT, RUBYOPT, BASH_ENV, ...)
+is flagged, and --apply refuses to save it without --allow-env-hooks.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := a.readFileArg(args[0])
@@ -146,6 +153,19 @@ Nothing is granted: every tool starts approval-required.`,
 			if len(next.Servers) == len(cur.Servers) {
 				return errors.New("nothing to import: every entry was skipped")
 			}
+			if apply && !allowHooks {
+				var hooked []string
+				for _, s := range plan.Servers {
+					if s.Skipped == "" && len(s.envHooks()) > 0 {
+						hooked = append(hooked, fmt.Sprintf("%s (%s)", s.Name, strings.Join(s.envHooks(), ", ")))
+					}
+				}
+				if len(hooked) > 0 {
+					return contracts.WithHint(fmt.Errorf("not saved: %s set loader or interpreter hooks that run other code inside the server",
+						clean(strings.Join(hooked, "; "))),
+						"read the review above; if you trust them, run again with --allow-env-hooks, or leave those entries out with --only")
+				}
+			}
 			if err := a.saveSettings(ctx, next, rev, !apply); err != nil {
 				return err
 			}
@@ -158,6 +178,7 @@ Nothing is granted: every tool starts approval-required.`,
 	}
 	cmd.Flags().BoolVar(&apply, "apply", false, "save the servers and store their credentials (default: dry run)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "import only these entries (names as in the file)")
+	cmd.Flags().BoolVar(&allowHooks, "allow-env-hooks", false, "save entries whose env sets loader or interpreter hooks (LD_PRELOAD, NODE_OPTIONS, ...) after reading the review")
 	return cmd
 }
 
@@ -620,11 +641,35 @@ func writeImportPlan(w *errWriter, plan *importPlan, inputs map[string]vscodeInp
 			continue
 		}
 		st := s.Settings
-		what := st.URL
+		fmt.Fprintf(w, " -> %s (%s)\n", clean(st.ID), st.Transport)
+		// Everything that would be saved, whole: what runs, where, with
+		// which environment (secret values stay masked).
 		if st.Transport == contracts.TransportStdio {
-			what = strings.Join(append([]string{st.Command}, st.Args...), " ")
+			fmt.Fprintf(w, "  command: %s\n", clean(st.Command))
+			if len(st.Args) > 0 {
+				args, _ := json.Marshal(st.Args)
+				fmt.Fprintf(w, "  args: %s\n", clean(string(args)))
+			}
+			if st.Cwd != "" {
+				fmt.Fprintf(w, "  cwd: %s\n", clean(st.Cwd))
+			}
+		} else {
+			fmt.Fprintf(w, "  url: %s\n", clean(st.URL))
+			for _, k := range sortedKeys(st.Headers) {
+				fmt.Fprintf(w, "  header: %s: %s\n", clean(k), clean(st.Headers[k]))
+			}
 		}
-		fmt.Fprintf(w, " -> %s (%s): %s\n", clean(st.ID), st.Transport, clip(what, 120))
+		for _, k := range sortedKeys(st.Env) {
+			fmt.Fprintf(w, "  env: %s=%s\n", clean(k), clean(st.Env[k]))
+		}
+		for _, sec := range s.Secrets {
+			if sec.Kind == "env" {
+				fmt.Fprintf(w, "  env: %s=(a credential, to the vault, not shown)\n", clean(sec.Name))
+			}
+		}
+		for _, h := range s.envHooks() {
+			fmt.Fprintf(w, "  WARNING: env %s is a loader or interpreter hook: it runs other code inside the server; saving it needs --allow-env-hooks\n", clean(h))
+		}
 		if !st.IsEnabled() {
 			fmt.Fprintln(w, "  disabled (as in the file)")
 		}
@@ -648,6 +693,49 @@ func writeImportPlan(w *errWriter, plan *importPlan, inputs map[string]vscodeInp
 	}
 	fmt.Fprintln(w, "\nnothing is granted: every tool starts approval-required ('pikoctl mcp grant' changes that)")
 	fmt.Fprintln(w)
+}
+
+// envHookNames are environment variables that make a program load or run
+// other code (dynamic loader preloads and paths, interpreter start-up
+// options and files); envHookPrefixes the families of them.
+var (
+	envHookNames = []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "NODE_OPTIONS", "NODE_PATH",
+		"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
+		"BASH_ENV", "ENV", "ZDOTDIR", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GIT_SSH_COMMAND",
+		"GCONV_PATH", "MALLOC_CONF", "ELECTRON_RUN_AS_NODE"}
+	envHookPrefixes = []string{"DYLD_", "LD_"}
+)
+
+// isEnvHook reports whether an environment variable named name makes the
+// server's program load or run other code.
+func isEnvHook(name string) bool {
+	up := strings.ToUpper(name)
+	if slices.Contains(envHookNames, up) {
+		return true
+	}
+	for _, p := range envHookPrefixes {
+		if strings.HasPrefix(up, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// envHooks lists the entry's environment variables (settings and
+// credentials alike) that are loader or interpreter hooks.
+func (s *importedServer) envHooks() []string {
+	var out []string
+	for _, k := range sortedKeys(s.Settings.Env) {
+		if isEnvHook(k) {
+			out = append(out, k)
+		}
+	}
+	for _, sec := range s.Secrets {
+		if sec.Kind == "env" && isEnvHook(sec.Name) && !slices.Contains(out, sec.Name) {
+			out = append(out, sec.Name)
+		}
+	}
+	return out
 }
 
 // refPrompt describes one reference for the owner.
