@@ -83,6 +83,11 @@ type ServerStatus struct {
 	CredentialFields []string `json:"credentialFields,omitempty"`
 	// CredentialGeneration counts changes to the server's credentials.
 	CredentialGeneration uint64 `json:"credentialGeneration,omitempty"`
+	// ReconnectRequired is true when the credentials changed while the
+	// server was connected: until it reconnects ('pikoctl mcp
+	// reconnect'), calls, resource reads and prompts are refused with
+	// reconnect_required, never sent with the old credentials.
+	ReconnectRequired bool `json:"reconnectRequired,omitempty"`
 	// OAuth is the server's OAuth state (http and sse servers that use or
 	// may use OAuth); absent for stdio servers and servers whose stored
 	// credentials carry a static Authorization header.

@@ -30,6 +30,9 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkRotated(server); err != nil {
+		return nil, err
+	}
 	args, err := mcpclient.CanonicalArguments(p.Arguments)
 	if err != nil {
 		return nil, err

@@ -544,6 +544,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 	c.rebuildLocked()
 	res := contracts.SecretResult{Server: p.Server, Fields: rec.fields(), Cleared: rec.empty(), Generation: rec.Generation,
 		ReconnectRequired: d.sup.Generation(p.Server) != 0, Unprotected: rec.unprotected()}
+	d.markRotated(p.Server)
 	res.Warning = unprotectedWarning(res.Unprotected)
 	verb := "credentials replaced"
 	if p.Merge {

@@ -278,7 +278,10 @@ type daemon struct {
 	// the daemon or is stored; the vault's records feed it.
 	red *vault.Redactor
 	// paused holds the servers handed over to the owner (pause.go).
-	paused  pauses
+	paused pauses
+	// rotated holds the servers whose credentials changed while
+	// connected (rotation.go).
+	rotated rotations
 	log     zerolog.Logger
 	started time.Time
 

@@ -264,6 +264,7 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 		if cfg, ok := d.serverSettings(servers[i].ID); ok {
 			servers[i].Credentials, servers[i].CredentialGeneration, servers[i].CredentialFields = d.creds.state(&cfg)
 		}
+		servers[i].ReconnectRequired = d.reconnectRequired(servers[i].ID)
 	}
 	d.markPaused(servers)
 	d.mu.Lock()

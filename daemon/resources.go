@@ -47,6 +47,9 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		return res, nil
 	case contracts.ResourceOpRead:
+		if err := d.checkRotated(p.Server); err != nil {
+			return nil, err
+		}
 		return d.readResource(ctx, p, req.Caller())
 	case contracts.ResourceOpSubscribe:
 		return d.sup.Subscribe(ctx, p.Server, p.URI)
@@ -113,6 +116,9 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		return contracts.PromptListResult{Server: p.Server, Op: p.Op, Prompts: l.Prompts, Complete: l.Complete, Problem: l.Problem}, nil
 	case contracts.PromptOpGet:
+		if err := d.checkRotated(p.Server); err != nil {
+			return nil, err
+		}
 		return d.getPrompt(ctx, p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,5 +115,50 @@ func TestImportShowsEverything(t *testing.T) {
 	ctlOK(t, d, "", "mcp", "import", "--apply", "--allow-env-hooks", file)
 	if srv, _ := savedServers(t, d); srv["filesystem"].Env["LD_PRELOAD"] == "" {
 		t.Errorf("--allow-env-hooks did not save the entry: %+v", srv)
+	}
+}
+
+// TestRotatedCredentialsRefuseUntilReconnect: after extensions.secret
+// changes a connected server's credentials, its calls (read grants too)
+// are refused with reconnect_required instead of running with the old
+// ones, status says so, and a reconnect brings the new ones.
+func TestRotatedCredentialsRefuseUntilReconnect(t *testing.T) {
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx").with("tools", []string{"env"}, "readOnlyTools", []string{"env"})))
+	oldTok, newTok := "old-"+randomToken(t, 24), "new-"+randomToken(t, 24)
+	ctlOK(t, d, `{"env":{"FX_API_TOKEN":"`+oldTok+`"}}`, "mcp", "secret", "fx")
+	connectServer(t, d, "fx")
+	if res := callTool(t, d, "fx", "env", ""); res.Status != contracts.CallCompleted {
+		t.Fatalf("env call: %+v", res)
+	}
+	out := ctlOK(t, d, `{"env":{"FX_API_TOKEN":"`+newTok+`"}}`, "mcp", "secret", "fx")
+	if !strings.Contains(out, "pikoctl mcp reconnect fx") {
+		t.Errorf("secret does not say how to use the new credentials:\n%s", out)
+	}
+	err := d.callErr(t, contracts.MethodMCPCall, contracts.CallParams{Server: "fx", Tool: "env"})
+	if err.Reason() != "reconnect_required" {
+		t.Fatalf("a call after the rotation: %v, want reconnect_required", err)
+	}
+	if st := serverStatus(t, d, "fx"); !st.ReconnectRequired {
+		t.Errorf("status does not say a reconnect is required: %+v", st)
+	}
+	ctlOK(t, d, "", "mcp", "reconnect", "fx")
+	if st := serverStatus(t, d, "fx"); st.ReconnectRequired {
+		t.Errorf("status still says a reconnect is required after reconnecting")
+	}
+	res := callTool(t, d, "fx", "env", "")
+	if res.Status != contracts.CallCompleted {
+		t.Fatalf("env call after reconnect: %+v", res)
+	}
+	var text strings.Builder
+	var blocks []struct{ Text string }
+	_ = json.Unmarshal(res.Content, &blocks)
+	for _, b := range blocks {
+		text.WriteString(b.Text)
+	}
+	// The values are redacted in results; what matters is that the
+	// variable is set and the call ran on a new process.
+	if !strings.Contains(text.String(), "FX_API_TOKEN=") {
+		t.Errorf("the reconnected server lacks its credential:\n%s", text.String())
 	}
 }

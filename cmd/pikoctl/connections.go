@@ -188,6 +188,9 @@ func writeServerDetail(w *errWriter, s contracts.ServerStatus) {
 		if s.CredentialGeneration > 0 {
 			line += fmt.Sprintf(", generation %d", s.CredentialGeneration)
 		}
+		if s.ReconnectRequired {
+			line += "; CHANGED since it connected: calls are refused until 'pikoctl mcp reconnect " + clean(s.ID) + "'"
+		}
 		fmt.Fprintf(w, "credentials: %s\n", line)
 	}
 	if o := s.OAuth; o != nil {

@@ -106,8 +106,8 @@ status, logs), but only values of at least 6 characters: a shorter one
 				fmt.Fprintf(a.stdout, "stored %s for %s (generation %d)\n", clean(strings.Join(res.Fields, ", ")), clean(res.Server), res.Generation)
 			}
 			if res.ReconnectRequired {
-				fmt.Fprintf(a.stdout, "%s is connected with the old credentials: run 'pikoctl mcp disconnect %s' and 'pikoctl mcp connect %s'\n",
-					clean(res.Server), clean(res.Server), clean(res.Server))
+				fmt.Fprintf(a.stdout, "%s is connected with the old credentials: pikod refuses its calls (reconnect_required) until you run 'pikoctl mcp reconnect %s'\n",
+					clean(res.Server), clean(res.Server))
 			}
 			return nil
 		},
