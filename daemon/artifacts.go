@@ -55,18 +55,30 @@ func (d *daemon) artifact(_ context.Context, req *rpc.Request) (any, error) {
 		res.EOF = true
 		return res, nil
 	}
-	buf := make([]byte, min(length, fi.Size()-p.Offset))
-	n, err := f.ReadAt(buf, p.Offset)
+	// The window is read with the bytes around it, so that a secret
+	// across either edge is seen and removed (RedactWindow).
+	ctxBytes := int64(d.red.Longest())
+	start := max(0, p.Offset-ctxBytes)
+	want := min(length, fi.Size()-p.Offset)
+	ext := make([]byte, min(p.Offset-start+want+ctxBytes, fi.Size()-start))
+	n, err := f.ReadAt(ext, start)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("reading artifact %q: %w", abs, err)
 	}
-	buf = buf[:n]
-	res.Length = int64(n)
-	res.EOF = p.Offset+int64(n) >= fi.Size()
+	ext = ext[:n]
+	from := int(p.Offset - start)
+	to := min(from+int(want), len(ext))
+	if to < from {
+		to = from
+	}
+	res.Length = int64(to - from)
+	res.EOF = p.Offset+res.Length >= fi.Size()
+	buf, redacted := d.red.RedactWindow(ext, from, to)
+	res.Redacted = redacted
 	if utf8.Valid(buf) {
-		res.Text = d.red.Text(string(buf))
-		res.Redacted = res.Text != string(buf)
+		res.Text = string(buf)
 	} else {
+		// Redacted as bytes before it is encoded.
 		res.Base64 = base64.StdEncoding.EncodeToString(buf)
 	}
 	d.log.Info().Str("server", p.Server).Str("receipt", p.ReceiptID).Int64("offset", p.Offset).Int("bytes", n).Msg("artifact read")
@@ -97,14 +109,12 @@ func (d *daemon) importArtifact(_ context.Context, req *rpc.Request) (any, error
 	sum := sha256.Sum256(data)
 	res := contracts.ImportResult{Server: p.Server, ReceiptID: p.ReceiptID, Path: abs, Size: int64(len(data)),
 		Encoding: "text", SHA256: hex.EncodeToString(sum[:])}
-	text := data
-	if utf8.Valid(data) {
-		red := d.red.Text(string(data))
-		res.Redacted = red != string(data)
-		text = []byte(red)
-	} else {
+	// Redacted as bytes, whatever the encoding, before it is encoded.
+	text, redacted := d.red.RedactWindow(data, 0, len(data))
+	res.Redacted = redacted
+	if !utf8.Valid(text) {
 		res.Encoding = "base64"
-		text = []byte(base64.StdEncoding.EncodeToString(data))
+		text = []byte(base64.StdEncoding.EncodeToString(text))
 	}
 	meta, err := d.sources.Put(p.Server, "artifact:"+filepath.Base(abs), text)
 	if err != nil {

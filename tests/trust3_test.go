@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -160,5 +161,60 @@ func TestRotatedCredentialsRefuseUntilReconnect(t *testing.T) {
 	// variable is set and the call ran on a new process.
 	if !strings.Contains(text.String(), "FX_API_TOKEN=") {
 		t.Errorf("the reconnected server lacks its credential:\n%s", text.String())
+	}
+}
+
+// TestArtifactsRedactedWhole: a credential across the edge of two artifact
+// windows comes back in neither, and one in a file that is not UTF-8 is
+// removed before the bytes are encoded, in windows and imports alike.
+func TestArtifactsRedactedWhole(t *testing.T) {
+	dir := privateDir(t)
+	secret := "ghp_" + randomToken(t, 36)
+	window := contracts.DefaultArtifactWindow
+	// The secret starts 10 bytes before the first window's end.
+	edge := strings.Repeat("a", window-10) + secret + strings.Repeat("b", 100)
+	if err := os.WriteFile(filepath.Join(dir, "edge.txt"), []byte(edge), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := "\x00\xff\xfe" + secret + "\xff"
+	if err := os.WriteFile(filepath.Join(dir, "bin.dat"), []byte(bin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx").with("tools", []string{"echo"}, "readOnlyTools", []string{"echo"}, "artifactDirectory", dir)))
+	ctlOK(t, d, `{"env":{"FX_API_TOKEN":"`+secret+`"}}`, "mcp", "secret", "fx")
+	connectServer(t, d, "fx")
+	res := callTool(t, d, "fx", "echo", `{"text":"wrote `+filepath.Join(dir, "edge.txt")+` and `+filepath.Join(dir, "bin.dat")+`"}`)
+	if res.ReceiptID == "" {
+		t.Fatalf("echo: %+v", res)
+	}
+	var all strings.Builder
+	for off := int64(0); ; {
+		var w contracts.ArtifactResult
+		d.callInto(t, contracts.MethodMCPArtifact, contracts.ArtifactParams{Server: "fx", ReceiptID: res.ReceiptID, Path: "edge.txt", Offset: off}, &w)
+		all.WriteString(w.Text)
+		if w.EOF || w.Length == 0 {
+			break
+		}
+		off += w.Length
+	}
+	for _, part := range []string{secret, secret[:10], secret[10:]} {
+		if strings.Contains(all.String(), part) {
+			t.Errorf("the windows of edge.txt hold %d characters of the credential", len(part))
+		}
+	}
+	var w contracts.ArtifactResult
+	d.callInto(t, contracts.MethodMCPArtifact, contracts.ArtifactParams{Server: "fx", ReceiptID: res.ReceiptID, Path: "bin.dat"}, &w)
+	raw, _ := base64.StdEncoding.DecodeString(w.Base64)
+	if w.Base64 == "" || strings.Contains(string(raw), secret) || !w.Redacted {
+		t.Errorf("a non-UTF-8 window: redacted %v, credential inside %v", w.Redacted, strings.Contains(string(raw), secret))
+	}
+	var imp contracts.ImportResult
+	d.callInto(t, contracts.MethodMCPImport, contracts.ImportParams{Server: "fx", ReceiptID: res.ReceiptID, Path: "bin.dat"}, &imp)
+	var src contracts.SourceReadResult
+	d.callInto(t, contracts.MethodSourceRead, contracts.SourceReadParams{SourceID: imp.SourceID}, &src)
+	dec, _ := base64.StdEncoding.DecodeString(src.Text)
+	if !imp.Redacted || strings.Contains(string(dec), secret) {
+		t.Errorf("an imported non-UTF-8 file: redacted %v, credential inside %v", imp.Redacted, strings.Contains(string(dec), secret))
 	}
 }
