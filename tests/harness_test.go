@@ -948,3 +948,29 @@ func callSocket(socket, method string, params, out any) error {
 	}
 	return json.Unmarshal(res, out)
 }
+
+// TestHarnessDetaches proves the harness never lends a command the
+// terminal 'go test' runs on: a command started through detach cannot
+// open /dev/tty, even when this test process has a controlling terminal
+// (.ci/run runs make test under a pseudo-terminal, as a person's shell
+// does).
+func TestHarnessDetaches(t *testing.T) {
+	probe := `if (exec 3</dev/tty) 2>/dev/null; then echo tty; else echo none; fi`
+	cmd := exec.Command("sh", "-c", probe)
+	detach(cmd)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "none" {
+		t.Errorf("a detached command has a controlling terminal (%s)", got)
+	}
+	if f, err := os.Open("/dev/tty"); err == nil {
+		f.Close()
+		// The control: without detach, the same probe sees the terminal.
+		out, _ := exec.Command("sh", "-c", probe).Output()
+		if got := strings.TrimSpace(string(out)); got != "tty" {
+			t.Errorf("the probe does not see this test's terminal (%s): it proves nothing", got)
+		}
+	}
+}
