@@ -91,8 +91,9 @@ func (a *app) newServerEditCmds() []*cobra.Command {
 type addFlags struct {
 	stdio, disabled, allowPrivate, oauth, dryRun bool
 	httpURL, sseURL, cwd, protocol               string
+	transport, url                               string
 	env, headers, roots                          []string
-	tools                                        []string
+	tools, readOnly, autonomous                  []string
 	toolsSet                                     bool
 	timeoutMs, maxBytes                          int
 }
@@ -100,23 +101,45 @@ type addFlags struct {
 func (a *app) newAddCmd() *cobra.Command {
 	var f addFlags
 	cmd := &cobra.Command{
-		Use:   "add ID --stdio [--] CMD [ARGS...] | add ID --http URL | add ID --sse URL",
+		Use:   "add NAME [flags] [--] COMMAND [ARGS...] | add --transport http|sse NAME URL",
 		Short: "Add one server to the settings",
 		Long: `add appends one server entry to the mcp settings and saves them the way
 'configure' does: validated strictly, checked against the revision it read,
-with the same report (added, widens). Put -- before the command when its
-arguments start with a dash:
+with the same report (added, widens). It takes the shapes of 'claude mcp add'
+and 'codex mcp add': a local program by default, whose command and arguments
+follow the name (flags after the command belong to the command), or a remote
+endpoint with --transport:
 
-  pikoctl mcp add files --stdio -- npx -y @modelcontextprotocol/server-filesystem /srv/docs
-  pikoctl mcp add learn --http https://learn.example.com/mcp
+  pikoctl mcp add seq npx -y @modelcontextprotocol/server-sequential-thinking
+  pikoctl mcp add gh -e GITHUB_PERSONAL_ACCESS_TOKEN=ghp_... -- docker run -i --rm ghcr.io/github/github-mcp-server
+  pikoctl mcp add --transport http learn https://learn.example.com/mcp --header 'X-Team: blue'
+  pikoctl mcp add files --read-only read_text_file -- npx -y @modelcontextprotocol/server-filesystem /srv/docs
 
-Nothing is granted: every tool needs approval until you 'grant' it.
---env and --header take non-secret values only; pikod refuses values that
-look like credentials. Store those with 'pikoctl mcp secret ID' after adding.`,
+The older forms still work: add ID --stdio [--] CMD..., add ID --http URL,
+add ID --sse URL, --url URL.
+
+Nothing is granted unless you say so (--read-only TOOL, --autonomous TOOL:
+each is a widens: line). Values of -e and --header that look like
+credentials (by name or shape) go to the vault, never into the settings,
+and add says so; the rest stay in the settings.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Flags after the name and before the command are ours; the
+			// first word that is not one of them starts the command.
+			if err := cmd.Flags().Parse(args[1:]); err != nil {
+				return usageErrorf("%v", err)
+			}
+			rest := cmd.Flags().Args()
+			if f.remote() && len(rest) > 1 {
+				// A remote server's URL may come before more flags.
+				if err := cmd.Flags().Parse(rest[1:]); err != nil {
+					return usageErrorf("%v", err)
+				}
+				rest = append([]string{rest[0]}, cmd.Flags().Args()...)
+			}
+			args = append([]string{args[0]}, rest...)
 			f.toolsSet = cmd.Flags().Changed("tools")
-			srv, err := f.server(args)
+			srv, secrets, err := f.server(args)
 			if err != nil {
 				return err
 			}
@@ -130,19 +153,28 @@ look like credentials. Store those with 'pikoctl mcp secret ID' after adding.`,
 					"change it with 'pikoctl mcp edit "+srv.ID+"', or remove it first with 'pikoctl mcp remove "+srv.ID+"'")
 			}
 			s.Servers = append(s.Servers, srv)
-			return a.saveSettings(cmd.Context(), s, rev, f.dryRun)
+			if err := a.saveSettings(cmd.Context(), s, rev, f.dryRun); err != nil {
+				return err
+			}
+			return a.storeAddedSecrets(cmd.Context(), srv.ID, secrets, f.dryRun)
 		},
 	}
+	// Flags before the name are cobra's; the rest are parsed above.
+	cmd.Flags().SetInterspersed(false)
 	fl := cmd.Flags()
-	fl.BoolVar(&f.stdio, "stdio", false, "run a local program: CMD and ARGS follow the ID")
-	fl.StringVar(&f.httpURL, "http", "", "a Streamable HTTP endpoint URL")
-	fl.StringVar(&f.sseURL, "sse", "", "a legacy HTTP+SSE endpoint URL")
+	fl.StringVarP(&f.transport, "transport", "t", "", "stdio (default), http or sse")
+	fl.StringVar(&f.url, "url", "", "the endpoint URL (http, sse; or as the argument after the name)")
+	fl.BoolVar(&f.stdio, "stdio", false, "run a local program (the default): CMD and ARGS follow the name")
+	fl.StringVar(&f.httpURL, "http", "", "a Streamable HTTP endpoint URL (same as --transport http --url URL)")
+	fl.StringVar(&f.sseURL, "sse", "", "a legacy HTTP+SSE endpoint URL (same as --transport sse --url URL)")
 	fl.StringVar(&f.cwd, "cwd", "", "absolute working directory (stdio)")
-	fl.StringArrayVar(&f.env, "env", nil, "a non-secret environment variable NAME=VALUE (stdio, repeatable)")
-	fl.StringArrayVar(&f.headers, "header", nil, "a non-secret request header NAME=VALUE (http, sse, repeatable)")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "an environment variable NAME=VALUE (stdio, repeatable); credentials go to the vault")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, "a request header 'Name: value' or NAME=VALUE (http, sse, repeatable); credentials go to the vault")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the URL be http or resolve to a private address (http, sse)")
 	fl.BoolVar(&f.oauth, "oauth", false, "sign in with OAuth (discovery and registration; http, sse)")
 	fl.StringSliceVar(&f.tools, "tools", nil, "select only these tools, comma-separated (default: all; \"\" for none)")
+	fl.StringArrayVar(&f.readOnly, "read-only", nil, "grant TOOL as read-only: it runs without approval (repeatable)")
+	fl.StringArrayVar(&f.autonomous, "autonomous", nil, "grant TOOL as autonomous: it runs without approval (repeatable; needs --tools)")
 	fl.StringArrayVar(&f.roots, "root", nil, "a file:// root offered to the server (repeatable)")
 	fl.IntVar(&f.timeoutMs, "timeout-ms", 0, fmt.Sprintf("per-request timeout, %d..%d (default %d)", contracts.MinTimeoutMs, contracts.MaxTimeoutMs, contracts.DefaultTimeoutMs))
 	fl.IntVar(&f.maxBytes, "max-bytes", 0, fmt.Sprintf("message and result cap, %d..%d (default %d)", contracts.MinMaxBytes, contracts.MaxMaxBytes, contracts.DefaultMaxBytes))
@@ -152,41 +184,112 @@ look like credentials. Store those with 'pikoctl mcp secret ID' after adding.`,
 	return cmd
 }
 
-// server builds the entry from the flags and the positional arguments.
-func (f *addFlags) server(args []string) (contracts.ServerSettings, error) {
+// remote reports whether the flags name a remote transport.
+func (f *addFlags) remote() bool {
+	return f.httpURL != "" || f.sseURL != "" || f.url != "" || f.transport == contracts.TransportHTTP || f.transport == contracts.TransportSSE
+}
+
+// transportOf resolves the transport and URL the flags and arguments
+// give; rest is what follows the name.
+func (f *addFlags) transportOf(name string, rest []string) (transport, url string, cmdArgs []string, err error) {
+	var picked []string
+	if f.stdio {
+		picked = append(picked, contracts.TransportStdio)
+	}
+	if f.httpURL != "" {
+		picked, url = append(picked, contracts.TransportHTTP), f.httpURL
+	}
+	if f.sseURL != "" {
+		picked, url = append(picked, contracts.TransportSSE), f.sseURL
+	}
+	if f.transport != "" {
+		if !slices.Contains([]string{contracts.TransportStdio, contracts.TransportHTTP, contracts.TransportSSE}, f.transport) {
+			return "", "", nil, usageErrorf("--transport must be stdio, http or sse, not %q", f.transport)
+		}
+		picked = append(picked, f.transport)
+	}
+	slices.Sort(picked)
+	picked = slices.Compact(picked)
+	switch len(picked) {
+	case 0:
+		transport = contracts.TransportStdio
+		if f.url != "" {
+			transport = contracts.TransportHTTP
+		}
+	case 1:
+		transport = picked[0]
+	default:
+		return "", "", nil, usageErrorf("the transport is given twice (%s): say it once", strings.Join(picked, ", "))
+	}
+	if f.url != "" {
+		if url != "" && url != f.url {
+			return "", "", nil, usageErrorf("two URLs given (%q and %q)", url, f.url)
+		}
+		url = f.url
+	}
+	if transport == contracts.TransportStdio {
+		if url != "" {
+			return "", "", nil, usageErrorf("a URL is for --transport http or sse, not a local program")
+		}
+		if len(rest) == 0 {
+			return "", "", nil, usageErrorf("add %s needs the command to run: add %s [--] COMMAND [ARGS...] (or --transport http %s URL)", name, name, name)
+		}
+		return transport, "", rest, nil
+	}
+	if url == "" && len(rest) > 0 {
+		url, rest = rest[0], rest[1:]
+	}
+	if url == "" {
+		return "", "", nil, usageErrorf("--transport %s needs the URL: add --transport %s %s URL", transport, transport, name)
+	}
+	if len(rest) > 0 {
+		// Not echoed: they may hold a credential.
+		return "", "", nil, usageErrorf("%d unexpected arguments after the URL (only a local program takes a command)", len(rest))
+	}
+	return transport, url, nil, nil
+}
+
+// server builds the entry from the flags and the positional arguments,
+// and the credential fields (env, headers) that go to the vault instead
+// of the settings.
+func (f *addFlags) server(args []string) (contracts.ServerSettings, map[string]map[string]string, error) {
 	srv := contracts.ServerSettings{ID: args[0]}
-	n := 0
-	for _, set := range []bool{f.stdio, f.httpURL != "", f.sseURL != ""} {
-		if set {
-			n++
-		}
+	transport, url, cmdArgs, err := f.transportOf(args[0], args[1:])
+	if err != nil {
+		return srv, nil, err
 	}
-	if n != 1 {
-		return srv, usageErrorf("give exactly one of --stdio CMD, --http URL or --sse URL")
-	}
-	switch {
-	case f.stdio:
-		if len(args) < 2 {
-			return srv, usageErrorf("--stdio needs the command after the id: add %s --stdio -- CMD [ARGS...]", args[0])
-		}
-		srv.Transport, srv.Command, srv.Args = contracts.TransportStdio, args[1], args[2:]
+	srv.Transport, srv.URL = transport, url
+	if transport == contracts.TransportStdio {
+		srv.Command, srv.Args = cmdArgs[0], cmdArgs[1:]
 		if len(srv.Args) == 0 {
 			srv.Args = nil
 		}
-	case f.httpURL != "":
-		srv.Transport, srv.URL = contracts.TransportHTTP, f.httpURL
-	default:
-		srv.Transport, srv.URL = contracts.TransportSSE, f.sseURL
 	}
-	if !f.stdio && len(args) > 1 {
-		return srv, usageErrorf("unexpected arguments after the id: %q (only --stdio takes a command)", args[1:])
+	env, err := kvMap("--env", f.env)
+	if err != nil {
+		return srv, nil, err
 	}
-	var err error
-	if srv.Env, err = kvMap("--env", f.env); err != nil {
-		return srv, err
+	headers, err := headerMap(f.headers)
+	if err != nil {
+		return srv, nil, err
 	}
-	if srv.Headers, err = kvMap("--header", f.headers); err != nil {
-		return srv, err
+	if transport == contracts.TransportStdio && len(headers) > 0 {
+		return srv, nil, usageErrorf("--header is for http and sse servers")
+	}
+	if transport != contracts.TransportStdio && len(env) > 0 {
+		return srv, nil, usageErrorf("-e/--env is for local programs (stdio)")
+	}
+	// Credentials (by name or shape) go to the vault, as import files them.
+	split := importedServer{Settings: srv}
+	split.splitValues("env", env)
+	split.splitValues("headers", headers)
+	srv = split.Settings
+	secrets := map[string]map[string]string{}
+	for _, sec := range split.Secrets {
+		if secrets[sec.Kind] == nil {
+			secrets[sec.Kind] = map[string]string{}
+		}
+		secrets[sec.Kind][sec.Name] = sec.Template
 	}
 	srv.Cwd = f.cwd
 	srv.AllowPrivateNetwork = f.allowPrivate
@@ -202,6 +305,7 @@ func (f *addFlags) server(args []string) (contracts.ServerSettings, error) {
 		}
 		srv.Tools = &tools
 	}
+	srv.ReadOnlyTools, srv.AutonomousTools = f.readOnly, f.autonomous
 	for _, r := range f.roots {
 		srv.Roots = append(srv.Roots, contracts.Root{URI: r})
 	}
@@ -217,7 +321,49 @@ func (f *addFlags) server(args []string) (contracts.ServerSettings, error) {
 		no := false
 		srv.Enabled = &no
 	}
-	return srv, nil
+	return srv, secrets, nil
+}
+
+// headerMap reads --header values as 'Name: value' (curl's and claude's
+// form) or NAME=VALUE.
+func headerMap(hs []string) (map[string]string, error) {
+	var kvs []string
+	for _, h := range hs {
+		colon, eq := strings.Index(h, ":"), strings.Index(h, "=")
+		if colon > 0 && (eq < 0 || colon < eq) {
+			kvs = append(kvs, strings.TrimSpace(h[:colon])+"="+strings.TrimSpace(h[colon+1:]))
+			continue
+		}
+		kvs = append(kvs, h)
+	}
+	return kvMap("--header", kvs)
+}
+
+// storeAddedSecrets stores the credential fields add kept out of the
+// settings, merged into what the vault holds for the server.
+func (a *app) storeAddedSecrets(ctx context.Context, id string, secrets map[string]map[string]string, dryRun bool) error {
+	if len(secrets) == 0 {
+		return nil
+	}
+	var fields []string
+	creds := map[string]any{}
+	for kind, vals := range secrets {
+		creds[kind] = vals
+		for k := range vals {
+			fields = append(fields, kind+"."+k)
+		}
+	}
+	slices.Sort(fields)
+	if dryRun {
+		fmt.Fprintf(a.stderr, "would store %s for %s in the vault (credentials never go into the settings)\n", clean(strings.Join(fields, ", ")), clean(id))
+		return nil
+	}
+	var res contracts.SecretResult
+	if err := a.call(ctx, contracts.MethodSecret, contracts.SecretParams{Server: id, Credentials: creds, Merge: true}, &res); err != nil {
+		return fmt.Errorf("the server is saved, but storing its credentials failed: %w (store them with 'pikoctl mcp secret %s')", err, id)
+	}
+	fmt.Fprintf(a.stderr, "stored %s for %s in the vault, not in the settings\n", clean(strings.Join(fields, ", ")), clean(id))
+	return nil
 }
 
 // kvMap turns repeated NAME=VALUE flags into a map (nil for none).
