@@ -322,7 +322,9 @@ func (b *Bridge) resourceServer(uri string) (server, orig string, ok bool) {
 			return id, u, true
 		}
 	}
-	c, err := b.conn(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), connectCap)
+	defer cancel()
+	c, err := b.conn(ctx)
 	if err != nil {
 		return "", "", false
 	}
@@ -331,7 +333,7 @@ func (b *Bridge) resourceServer(uri string) (server, orig string, ok bool) {
 	b.catMu.Unlock()
 	for _, id := range servers {
 		var cat contracts.CatalogResult
-		if c.Call(context.Background(), contracts.MethodMCPCatalog, contracts.CatalogParams{Server: id}, &cat) != nil {
+		if c.Call(ctx, contracts.MethodMCPCatalog, contracts.CatalogParams{Server: id}, &cat) != nil {
 			continue
 		}
 		for _, raw := range cat.Resources {
