@@ -49,6 +49,26 @@ func TestRespondServerFieldPosesAsPassphrase(t *testing.T) {
 	call := ctlProgress(t, d, args, "mcp", "call", "fx", "ask-with")
 	req := waitPending(t, d, "fx")
 
+	// A caller at the terminal sends the passphrase as an answer over the
+	// API: the daemon refuses it, checked against the stored hash.
+	params, _ := json.Marshal(contracts.RespondParams{RequestID: req.ID, Action: contracts.RespondAccept,
+		Content: json.RawMessage(fmt.Sprintf(`{"approval_passphrase":%q}`, " "+ownerPass)), Passphrase: ownerPass})
+	out, code := shellOnPTY(t, d, `"$PIKOCTL" --socket "$SOCK" --json rpc `+contracts.MethodMCPRequestsRespond+` "$PARAMS"; echo "EXIT=$?"`,
+		"PARAMS="+string(params))
+	if code == 0 {
+		t.Fatalf("respond over the API with the passphrase as the answer was accepted: the server got the passphrase (its answer is not repeated here)")
+	}
+	if we := wireErrorIn(t, out); we.Reason() != "answer_is_passphrase" || !strings.Contains(we.Message, "nothing was sent") {
+		t.Fatalf("respond over the API with the passphrase as the answer: exit %d, error %+v; want answer_is_passphrase", code, we)
+	}
+	if strings.Contains(out, ownerPass[len("owner-pass-"):]) {
+		t.Fatalf("the refusal repeats the passphrase:\n%s", out)
+	}
+	if call.exited() {
+		t.Fatalf("the call ended: the server got an answer; stdout %q", call.stdout.String())
+	}
+	d.waitLog(t, "answer refused: it holds the owner approval passphrase")
+
 	// The owner falls for it: the passphrase goes into the server's field.
 	p := ctlTTY(t, d, "mcp", "respond", req.ID)
 	p.waitFor(t, "(a/d/c): ")
@@ -71,7 +91,7 @@ func TestRespondServerFieldPosesAsPassphrase(t *testing.T) {
 	p.waitFor(t, "pikod's approval passphrase (pikod's own, for pikod only): ")
 	waitNoEcho(t, p)
 	p.typeLine(t, ownerPass)
-	out, code := p.wait(t)
+	out, code = p.wait(t)
 	out = strings.ReplaceAll(out, "\r\n", "\n")
 	if code != 1 || !strings.Contains(out, "holds your approval passphrase: nothing was sent") {
 		t.Fatalf("respond with the passphrase in the server's field: exit %d; terminal:\n%s", code, out)
@@ -90,23 +110,6 @@ func TestRespondServerFieldPosesAsPassphrase(t *testing.T) {
 	if st := requestState(t, d, req.ID); st.State != contracts.RequestPending {
 		t.Fatalf("request after the refusal: %s, want still pending", st.State)
 	}
-
-	// A caller at the terminal sends the passphrase as an answer over the
-	// API: the daemon refuses it, checked against the stored hash.
-	params, _ := json.Marshal(contracts.RespondParams{RequestID: req.ID, Action: contracts.RespondAccept,
-		Content: json.RawMessage(fmt.Sprintf(`{"approval_passphrase":%q}`, " "+ownerPass)), Passphrase: ownerPass})
-	out, code = shellOnPTY(t, d, `"$PIKOCTL" --socket "$SOCK" --json rpc `+contracts.MethodMCPRequestsRespond+` "$PARAMS"; echo "EXIT=$?"`,
-		"PARAMS="+string(params))
-	if we := wireErrorIn(t, out); code == 0 || we.Reason() != "answer_is_passphrase" || !strings.Contains(we.Message, "nothing was sent") {
-		t.Fatalf("respond over the API with the passphrase as the answer: exit %d, error %+v; want answer_is_passphrase", code, we)
-	}
-	if strings.Contains(out, ownerPass[len("owner-pass-"):]) {
-		t.Fatalf("the refusal repeats the passphrase:\n%s", out)
-	}
-	if call.exited() {
-		t.Fatalf("the call ended: the server got an answer; stdout %q", call.stdout.String())
-	}
-	d.waitLog(t, "answer refused: it holds the owner approval passphrase")
 
 	// The owner answers with something else: it goes through.
 	p = ctlTTY(t, d, "mcp", "respond", req.ID)
@@ -144,10 +147,6 @@ func TestRespondProposalReplaced(t *testing.T) {
 	call := ctlProgress(t, d, `{"sample":"say hi"}`, "mcp", "call", "fx", "ask-with")
 	req := waitPending(t, d, "fx")
 	d.call(t, contracts.MethodMCPRequestsPropose, contracts.ProposeParams{RequestID: req.ID, Text: "hi, from the tool"})
-	shown := requestState(t, d, req.ID)
-	if shown.ProposalDigest != contracts.ProposalDigest("hi, from the tool") {
-		t.Fatalf("proposalDigest %q, want the digest of the proposal", shown.ProposalDigest)
-	}
 
 	p := ctlTTY(t, d, "mcp", "respond", req.ID)
 	p.waitFor(t, "(a/d/c): ")
@@ -177,6 +176,9 @@ func TestRespondProposalReplaced(t *testing.T) {
 	if code := call.wait(t); code != 0 || !strings.Contains(call.stdout.String(), "hello, typed by the owner") ||
 		strings.Contains(call.stdout.String(), "says the tool") {
 		t.Fatalf("the call: exit %d, stdout %q; want the owner's text only", code, call.stdout.String())
+	}
+	if shown := requestState(t, d, req.ID); shown.ProposalDigest != contracts.ProposalDigest("rm -rf ~, says the tool") {
+		t.Errorf("proposalDigest %q, want the digest of the last proposal", shown.ProposalDigest)
 	}
 
 	// Over the API, at the terminal: no digest, or a stale one, sends nothing.
