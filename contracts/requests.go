@@ -1,6 +1,10 @@
 package contracts
 
-import "encoding/json"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
 
 // States of a pending server request (extensions.mcp.requests).
 const (
@@ -59,6 +63,15 @@ type ServerRequestInfo struct {
 	// URL and Domain are a url-mode elicitation's (never opened by pikod).
 	URL    string `json:"url,omitempty"`
 	Domain string `json:"domain,omitempty"`
+	// DomainASCII is Domain with every internationalised label in its
+	// punycode form (xn--...), set only when it differs from Domain: the
+	// spelling that tells a Cyrillic а from a Latin a. DomainUnicode is
+	// the reverse, for a Domain sent as punycode: what a browser may show.
+	DomainASCII   string `json:"domainAscii,omitempty"`
+	DomainUnicode string `json:"domainUnicode,omitempty"`
+	// DomainScripts lists the scripts the domain's letters mix (sorted),
+	// when they are more than one a domain should hold: a look-alike warning.
+	DomainScripts []string `json:"domainScripts,omitempty"`
 	// Schema is a form elicitation's requestedSchema, exactly.
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// Params are the request's params exactly as the server sent them
@@ -73,6 +86,10 @@ type ServerRequestInfo struct {
 	// Proposal is the sampling answer a local tool proposed
 	// (requests.propose), shown to the owner, never sent without them.
 	Proposal string `json:"proposal,omitempty"`
+	// ProposalDigest is "sha256:" and the hex SHA-256 of Proposal's
+	// bytes: requests.respond with useProposal must quote it, so the
+	// owner sends exactly the proposal they read.
+	ProposalDigest string `json:"proposalDigest,omitempty"`
 	// MaxTokens is a sampling request's maxTokens.
 	MaxTokens int `json:"maxTokens,omitempty"`
 	// CreatedAt and ExpiresAt are RFC 3339 (UTC); the request expires at
@@ -106,14 +123,25 @@ type RequestReadParams struct {
 // form elicitation Content is the answer object (fields left out get the
 // schema's defaults; the result must match the requested schema); for an
 // accepted sampling Text is the answer (or UseProposal sends the proposal
-// as it is). A url elicitation is accepted without content.
+// as it is, and ProposalDigest must be the ProposalDigest of the proposal
+// the owner was shown: a proposal replaced since fails with
+// proposal_changed and nothing is sent). A url elicitation is accepted
+// without content. An answer in which a value equals the owner approval
+// passphrase is refused (answer_is_passphrase) before anything is sent.
 type RespondParams struct {
-	RequestID   string          `json:"requestId"`
-	Action      string          `json:"action"`
-	Content     json.RawMessage `json:"content,omitempty"`
-	Text        string          `json:"text,omitempty"`
-	UseProposal bool            `json:"useProposal,omitempty"`
-	Passphrase  string          `json:"passphrase,omitempty"`
+	RequestID      string          `json:"requestId"`
+	Action         string          `json:"action"`
+	Content        json.RawMessage `json:"content,omitempty"`
+	Text           string          `json:"text,omitempty"`
+	UseProposal    bool            `json:"useProposal,omitempty"`
+	ProposalDigest string          `json:"proposalDigest,omitempty"`
+	Passphrase     string          `json:"passphrase,omitempty"`
+}
+
+// ProposalDigest is the ProposalDigest of a proposed answer.
+func ProposalDigest(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // RespondResult is the result of extensions.mcp.requests.respond.

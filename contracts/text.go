@@ -28,12 +28,18 @@ const (
 // approval reviews) and pikoctl use it alike.
 //
 //   - Every character that could act on a terminal or hide, reorder or
-//     restyle text is rendered visibly as \u{XXXX} (hex): C0 and C1 control
-//     characters and DEL (ESC with them, so every ANSI CSI, OSC and DCS
-//     sequence loses its effect and shows as text), Unicode format
-//     characters (bidirectional controls, zero-width characters, soft
-//     hyphen, tag characters), the line and paragraph separators and the
-//     Hangul fillers that render as nothing.
+//     restyle text, or that does not show as itself, is rendered visibly as
+//     \u{XXXX} (hex): C0 and C1 control characters and DEL (ESC with them,
+//     so every ANSI CSI, OSC and DCS sequence loses its effect and shows as
+//     text); Unicode format characters (bidirectional controls, zero-width
+//     characters, soft hyphen, tag characters); every other default-ignorable
+//     code point (variation selectors U+FE00–FE0F and U+E0100–E01EF, the
+//     Mongolian ones, U+034F, U+17B4/17B5, the Hangul fillers, the reserved
+//     ranges Unicode keeps ignorable); the line and paragraph separators and
+//     every space but U+0020 (no-break, en, em, thin, ideographic...), which
+//     look like a space and are not one; U+2800 (a blank braille pattern);
+//     private-use and unassigned code points (noncharacters among them),
+//     which a font may draw as nothing.
 //   - Newlines, tabs and carriage returns follow mode.
 //   - Invalid UTF-8 bytes become U+FFFD.
 //   - With maxChars > 0 the result is at most maxChars characters,
@@ -94,8 +100,17 @@ func hidden(r rune) bool {
 	switch {
 	case r < 0x20 || (r >= 0x7f && r <= 0x9f):
 		return true
-	case r == '\u2028' || r == '\u2029', r == '\u115F', r == '\u1160', r == '\u3164', r == '\uFFA0':
+	case r < 0x7f:
+		return false
+	case r == '\u2800':
 		return true
 	}
-	return r > 0x9f && unicode.Is(unicode.Cf, r)
+	// Default_Ignorable_Code_Point is Other_Default_Ignorable_Code_Point,
+	// the format characters (Cf) and the variation selectors (Unicode
+	// DerivedCoreProperties.txt); it ignores a few format characters that
+	// do show (U+0600..0605 and the like), which are rendered all the same.
+	// Z holds every space but U+0020 (ASCII, above) and the separators.
+	return unicode.In(r, unicode.Cf, unicode.Co, unicode.Z,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) ||
+		!unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) // unassigned (Cn)
 }

@@ -1,8 +1,10 @@
 package contracts
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -34,6 +36,15 @@ func TestSafeText(t *testing.T) {
 		{"ééééé", OneLine, 3, "éé…"},
 		{"x", OneLine, 1, "x"},
 		{"xy", OneLine, 1, "…"},
+		// Default-ignorable and invisible code points (issue 18, item 8).
+		{"sent\ufe0f exactly\U000E0100 as\u034f shown\u17b4\u17b5", OneLine, 0,
+			`sent\u{FE0F} exactly\u{E0100} as\u{034F} shown\u{17B4}\u{17B5}`},
+		{"mongol\u180b\u180f hangul\u115f\u1160\uffa0", OneLine, 0, `mongol\u{180B}\u{180F} hangul\u{115F}\u{1160}\u{FFA0}`},
+		{"nbsp\u00a0thin\u2009ideo\u3000braille\u2800", OneLine, 0, `nbsp\u{00A0}thin\u{2009}ideo\u{3000}braille\u{2800}`},
+		{"pua\ue000 nonchar\ufdd0\uffff unassigned\U000E0080\U0003FFFD", OneLine, 0,
+			`pua\u{E000} nonchar\u{FDD0}\u{FFFF} unassigned\u{E0080}\u{3FFFD}`},
+		{"emoji ❤️ keeps its heart", OneLine, 0, `emoji ❤\u{FE0F} keeps its heart`},
+		{"décomposé e\u0301 and 日本語 and العربية stay", OneLine, 0, "décomposé e\u0301 and 日本語 and العربية stay"},
 	}
 	for _, tc := range tests {
 		if got := SafeText(tc.in, tc.mode, tc.max); got != tc.want {
@@ -51,6 +62,7 @@ func FuzzSafeText(f *testing.F) {
 	f.Add("\x1b[2J\x1b]8;;http://x\x07link\x1b]8;;\x07", byte(1), 20)
 	f.Add("\u202e\u2066\u200d\xff\r\n\t", byte(2), 7)
 	f.Add("ééé\\u{1B}…", byte(0), 4)
+	f.Add("a\ufe0fb\U000E0100c\u034fd\u17b4e\u00a0f\ue000", byte(1), 0)
 	f.Fuzz(func(t *testing.T, s string, m byte, max int) {
 		mode := TextMode(m % 3)
 		max %= 1 << 12
@@ -64,7 +76,7 @@ func FuzzSafeText(f *testing.F) {
 				if mode != Lines {
 					t.Fatalf("SafeText(%q, %d) = %q holds %U", s, mode, out, r)
 				}
-			case hidden(r):
+			case hidden(r), defaultIgnorable(r):
 				t.Fatalf("SafeText(%q, %d) = %q holds %U", s, mode, out, r)
 			}
 		}
@@ -81,4 +93,41 @@ func FuzzSafeText(f *testing.F) {
 			t.Fatalf("SafeText(%q, %d, %d) = %q changed safe text", s, mode, max, out)
 		}
 	})
+}
+
+// defaultIgnorable is Unicode 15's Default_Ignorable_Code_Point, written
+// out from DerivedCoreProperties.txt: an oracle independent of hidden's
+// use of the unicode package's tables.
+func defaultIgnorable(r rune) bool {
+	for _, rg := range [][2]rune{
+		{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160},
+		{0x17B4, 0x17B5}, {0x180B, 0x180F}, {0x200B, 0x200F}, {0x202A, 0x202E},
+		{0x2060, 0x206F}, {0x3164, 0x3164}, {0xFE00, 0xFE0F}, {0xFEFF, 0xFEFF},
+		{0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+		{0xE0000, 0xE0FFF},
+	} {
+		if rg[0] <= r && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSafeTextDefaultIgnorable: every default-ignorable code point, alone
+// and between letters, comes out rendered as \u{XXXX}, never as itself.
+func TestSafeTextDefaultIgnorable(t *testing.T) {
+	n := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !defaultIgnorable(r) {
+			continue
+		}
+		n++
+		want := fmt.Sprintf(`a\u{%04X}b`, r)
+		if got := SafeText("a"+string(r)+"b", OneLine, 0); got != want {
+			t.Errorf("SafeText(a %U b) = %q, want %q", r, got, want)
+		}
+	}
+	if n < 4000 {
+		t.Fatalf("only %d default-ignorable code points checked", n)
+	}
 }

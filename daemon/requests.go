@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base32"
 	"encoding/json"
 	"fmt"
@@ -179,6 +180,7 @@ func (d *daemon) describeRequest(p *pendingRequest) error {
 				return &mcpclient.RequestError{Code: mcp.INVALID_PARAMS, Message: "elicitation/create: " + err.Error()}
 			}
 			p.info.Mode, p.info.URL, p.info.Domain = contracts.ElicitURL, show(u.String(), 2000), show(u.Hostname(), 300)
+			describeDomain(&p.info, u.Hostname())
 		} else {
 			p.schema = e.RequestedSchema
 			p.info.Schema = d.red.JSON(e.RequestedSchema)
@@ -198,6 +200,23 @@ func (d *daemon) describeRequest(p *pendingRequest) error {
 		p.info.Kind, p.info.Message, p.info.MaxTokens = contracts.RequestKindSampling, show(last, 4000), s.MaxTokens
 	}
 	return nil
+}
+
+// describeDomain adds the other spelling of a url elicitation's host to
+// what the owner sees: the punycode form of an internationalised domain
+// (or the Unicode form of one sent as punycode), and the scripts it mixes.
+// Shown in Unicode alone, аccounts.google.com (a Cyrillic а) reads as
+// Google's.
+func describeDomain(info *contracts.ServerRequestInfo, host string) {
+	uni := host
+	if dec, ok := contracts.HostUnicode(host); ok {
+		uni = dec
+		info.DomainUnicode = contracts.SafeText(dec, contracts.Exact, 300)
+	}
+	if ascii, ok, err := contracts.HostASCII(host); err == nil && ok {
+		info.DomainASCII = contracts.SafeText(ascii, contracts.Exact, 300)
+	}
+	info.DomainScripts = contracts.MixedScripts(uni)
 }
 
 // lookup returns a copy of a request's info, and the request.
@@ -312,7 +331,7 @@ func (d *daemon) requestsPropose(_ context.Context, req *rpc.Request) (any, erro
 		q.mu.Unlock()
 		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "not_sampling", "request %s is an elicitation: only the owner answers it; proposals are for sampling requests", r.info.ID)
 	}
-	r.info.Proposal = p.Text
+	r.info.Proposal, r.info.ProposalDigest = p.Text, contracts.ProposalDigest(p.Text)
 	info := r.info
 	q.mu.Unlock()
 	d.log.Info().Str("request", info.ID).Str("server", info.Server).Msg("sampling answer proposed")
@@ -362,6 +381,9 @@ func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request) (any, erro
 		}
 	case contracts.RespondAccept:
 		state = contracts.RequestAnswered
+		if err := d.refusePassphrase(info, p); err != nil {
+			return nil, err
+		}
 		var err error
 		if dec.result, err = d.acceptAnswer(r, info, p); err != nil {
 			return nil, err
@@ -378,6 +400,65 @@ func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request) (any, erro
 	_, now, _ := d.requests.lookup(p.RequestID)
 	d.requestEvent(now)
 	return contracts.RespondResult{RequestID: info.ID, State: state}, nil
+}
+
+// refusePassphrase refuses an accepted answer in which a value the owner
+// gave (a string anywhere in content, or the sampling text) is the owner
+// approval passphrase: it must never reach a server, however it was asked
+// for. respond is terminal-only, and with a passphrase set the owner gate
+// has just checked p.Passphrase against its stored argon2id hash (or
+// refused the call), so a value equal to p.Passphrase is the passphrase;
+// comparing with it costs no further 64 MiB derivation per field. Values
+// are compared in constant time; none is logged or repeated.
+func (d *daemon) refusePassphrase(info contracts.ServerRequestInfo, p contracts.RespondParams) error {
+	if p.Passphrase == "" || !d.gate.state().PassphraseSet {
+		return nil
+	}
+	pass := []byte(p.Passphrase)
+	is := func(v string) bool {
+		return subtle.ConstantTimeCompare([]byte(v), pass) == 1 ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v)), pass) == 1
+	}
+	where := ""
+	if is(p.Text) {
+		where = "the answer's text"
+	}
+	if where == "" && len(bytes.TrimSpace(p.Content)) > 0 {
+		var content map[string]any
+		if json.Unmarshal(p.Content, &content) == nil {
+			for name, v := range content {
+				if anyString(v, is) {
+					where = fmt.Sprintf("the answer to the field %q", contracts.SafeText(name, contracts.Exact, 80))
+					break
+				}
+			}
+		}
+	}
+	if where == "" {
+		return nil
+	}
+	d.log.Warn().Str("request", info.ID).Str("server", info.Server).Msg("answer refused: it holds the owner approval passphrase")
+	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "answer_is_passphrase",
+		"%s is your approval passphrase: pikod never sends it to a server; nothing was sent", where),
+		"the server asked for it, or it was typed into the wrong prompt: pikod asks its passphrase only after the server's fields, under \"pikod asks\"; answer again with 'pikoctl mcp respond "+info.ID+"' or decline it")
+}
+
+// anyString reports whether match holds for a string in v (a decoded JSON
+// value), at any depth.
+func anyString(v any, match func(string) bool) bool {
+	switch v := v.(type) {
+	case string:
+		return match(v)
+	case []any:
+		return slices.ContainsFunc(v, func(e any) bool { return anyString(e, match) })
+	case map[string]any:
+		for _, e := range v {
+			if anyString(e, match) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // acceptAnswer builds the result of an accepted request: a form
@@ -429,6 +510,19 @@ func (d *daemon) acceptAnswer(r *pendingRequest, info contracts.ServerRequestInf
 			}
 			if info.Proposal == "" {
 				return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "no_proposal", "request %s has no proposed answer", info.ID)
+			}
+			// The owner sends the proposal they read, or nothing: a local
+			// tool may replace it at any time (requests.propose). info is
+			// the copy checked here, so the text sent is the one quoted.
+			if p.ProposalDigest == "" {
+				return nil, contracts.Errorf(contracts.ErrInvalidArgument, "proposal_digest_required",
+					`"useProposal" needs "proposalDigest": the proposalDigest of the proposal you were shown`)
+			}
+			if p.ProposalDigest != info.ProposalDigest {
+				d.log.Warn().Str("request", info.ID).Str("server", info.Server).Msg("answer refused: the proposal changed after the owner read it")
+				return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "proposal_changed",
+					"the proposed answer of request %s changed after you read it: nothing was sent", info.ID),
+					"read it again and answer with 'pikoctl mcp respond "+info.ID+"'")
 			}
 			text = info.Proposal
 		}

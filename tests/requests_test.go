@@ -91,7 +91,7 @@ func respondOnPTY(t testing.TB, d *daemon, req contracts.ServerRequestInfo, choi
 		case req.Mode == contracts.ElicitForm:
 			full := requestState(t, d, req.ID)
 			for _, name := range schemaFields(t, full.Schema) {
-				p.waitFor(t, "\n"+name+": ")
+				p.waitFor(t, "│ "+name+": ")
 				p.typeLine(t, values[name])
 			}
 		}

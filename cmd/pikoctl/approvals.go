@@ -51,15 +51,8 @@ stdin. This command is terminal-only itself: run it in your own terminal.`,
 				}
 			}
 			if p.Op != contracts.PassphraseOpClear {
-				if p.NewPassphrase, err = askPassphrase(tty, fmt.Sprintf("new approval passphrase (at least %d characters): ", contracts.PassphraseMinChars)); err != nil {
+				if p.NewPassphrase, err = askNewPassphrase(tty); err != nil {
 					return err
-				}
-				again, err := askPassphrase(tty, "the new approval passphrase again: ")
-				if err != nil {
-					return err
-				}
-				if again != p.NewPassphrase {
-					return errors.New("the two new passphrases differ: nothing was changed")
 				}
 			}
 			var raw json.RawMessage
@@ -81,4 +74,20 @@ stdin. This command is terminal-only itself: run it in your own terminal.`,
 		},
 	})
 	return g
+}
+
+// askNewPassphrase asks a new approval passphrase twice, masked.
+func askNewPassphrase(tty ttyIO) (string, error) {
+	pass, err := askPassphrase(tty, fmt.Sprintf("new approval passphrase (at least %d characters): ", contracts.PassphraseMinChars))
+	if err != nil {
+		return "", err
+	}
+	again, err := askPassphrase(tty, "the new approval passphrase again: ")
+	if err != nil {
+		return "", err
+	}
+	if again != pass {
+		return "", errors.New("the two new passphrases differ: nothing was changed")
+	}
+	return pass, nil
 }

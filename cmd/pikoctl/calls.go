@@ -560,17 +560,35 @@ receipt; exit status as for 'pikoctl mcp call'.`,
 				return err
 			}
 			suffix := digestSuffix(r.Digest)
-			answer, err := tty.Ask(fmt.Sprintf("\nTo approve this call of %s on %s asked by %s, type %s (the last %d characters of its digest).\nAnything else approves nothing: ",
-				clean(r.ToolName), clean(r.Server), clip(r.Caller.Short(), 60), suffix, len(suffix)))
-			if err != nil {
-				return err
-			}
-			if suffix == "" || !strings.EqualFold(strings.TrimSpace(answer), suffix) {
-				fmt.Fprintln(a.stderr, "not approved: nothing was sent (the action stays prepared until it expires or is rejected)")
-				return &statusExit{code: exitFailure, msg: "not approved"}
-			}
 			params := contracts.ApproveParams{ActionID: r.ID, Digest: r.Digest, Decision: contracts.DecisionApprove}
-			if gate.PassphraseSet {
+			question := fmt.Sprintf("\nTo approve this call of %s on %s asked by %s, type %s (the last %d characters of its digest).\nAnything else approves nothing: ",
+				clean(r.ToolName), clean(r.Server), clip(r.Caller.Short(), 60), suffix, len(suffix))
+			offer := !gate.PassphraseSet
+			for {
+				q := question
+				if offer {
+					q = noPassphraseOffer + q
+				}
+				answer, err := tty.Ask(q)
+				if err != nil {
+					return err
+				}
+				if offer && strings.EqualFold(strings.TrimSpace(answer), "p") {
+					// The offer taken: set it now, then approve with it.
+					offer = false
+					if params.Passphrase, err = a.setPassphrase(cmd.Context(), tty); err != nil {
+						return err
+					}
+					gate.PassphraseSet = true
+					continue
+				}
+				if suffix == "" || !strings.EqualFold(strings.TrimSpace(answer), suffix) {
+					fmt.Fprintln(a.stderr, "not approved: nothing was sent (the action stays prepared until it expires or is rejected)")
+					return &statusExit{code: exitFailure, msg: "not approved"}
+				}
+				break
+			}
+			if gate.PassphraseSet && params.Passphrase == "" {
 				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
 					return err
 				}
@@ -587,6 +605,30 @@ receipt; exit status as for 'pikoctl mcp call'.`,
 			return err
 		},
 	}
+}
+
+// noPassphraseOffer comes before the digest question while no approval
+// passphrase is set: the terminal checks alone cannot tell the owner from
+// a child of a program in the terminal's foreground job (an agent) that
+// was handed the terminal as its stdin (</dev/pts/N), so pikoctl offers to
+// set one, there and then.
+const noPassphraseOffer = "\nNo approval passphrase is set. Without one, pikod cannot tell you from a program running in this terminal's " +
+	"foreground (an agent) that hands this terminal to a child as its stdin: such a child passes every terminal check. " +
+	"Type p to set a passphrase now (as 'pikoctl approvals passphrase set' does), then approve with it.\n"
+
+// setPassphrase sets the owner approval passphrase at the terminal (as
+// 'pikoctl approvals passphrase set') and returns it.
+func (a *app) setPassphrase(ctx context.Context, tty ttyIO) (string, error) {
+	pass, err := askNewPassphrase(tty)
+	if err != nil {
+		return "", err
+	}
+	var res contracts.PassphraseResult
+	if err := a.call(ctx, contracts.MethodPassphrase, contracts.PassphraseParams{Op: contracts.PassphraseOpSet, NewPassphrase: pass}, &res); err != nil {
+		return "", fmt.Errorf("setting the approval passphrase: %w", err)
+	}
+	fmt.Fprintln(a.stderr, "approval passphrase set: terminal-only commands now ask for it")
+	return pass, nil
 }
 
 // digestSuffix is what the owner types back to approve: the last 6

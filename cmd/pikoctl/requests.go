@@ -115,6 +115,20 @@ func writeRequest(w *errWriter, r *contracts.ServerRequestInfo, params bool) {
 	}
 	if r.URL != "" {
 		fmt.Fprintf(w, "url:       %s\ndomain:    %s\n", clean(r.URL), clean(r.Domain))
+		if r.DomainASCII != "" {
+			fmt.Fprintf(w, "punycode:  %s (the domain as it is really spelt: an internationalised name, compare this form, not the letters above)\n", clean(r.DomainASCII))
+		}
+		if r.DomainUnicode != "" {
+			fmt.Fprintf(w, "unicode:   %s (how a browser may show this punycode domain)\n", clean(r.DomainUnicode))
+		}
+		if len(r.DomainScripts) > 0 {
+			names := make([]string, len(r.DomainScripts))
+			for i, n := range r.DomainScripts {
+				names[i] = clean(n)
+			}
+			fmt.Fprintf(w, "WARNING:   the domain mixes scripts (%s): letters of one can pass for another's (a Cyrillic а for a Latin a); it may imitate a domain you know\n",
+				strings.Join(names, ", "))
+		}
 		fmt.Fprintln(w, "pikod never opens it. Open it yourself only if you trust that domain, and enter no credentials you would not give this server.")
 	}
 	if r.MaxTokens > 0 {
@@ -202,6 +216,17 @@ var secretName = regexp.MustCompile(`(?i)pass|secret|token|key|pin\b|credential|
 // name or title that looks like a secret.
 func (f field) masked() bool {
 	return f.Format == "password" || secretName.MatchString(f.name) || secretName.MatchString(f.Title)
+}
+
+// pikodWords are the words of pikod's own prompts (the approval
+// passphrase, the digest characters, approving): a server field named or
+// titled so may be fishing for what pikod asks.
+var pikodWords = regexp.MustCompile(`(?i)pass\s*-?phrase|digest|approv|pikod|pikoctl|owner`)
+
+// mimicsPikod says whether the field's name, title or description looks
+// like one of pikod's own prompts.
+func (f field) mimicsPikod() bool {
+	return pikodWords.MatchString(f.name) || pikodWords.MatchString(f.Title) || pikodWords.MatchString(f.Description)
 }
 
 // parse turns what the owner typed into the field's JSON value.
@@ -322,30 +347,34 @@ you would not give that server.`,
 			if err != nil {
 				return err
 			}
-			params := contracts.RespondParams{RequestID: r.ID}
-			switch {
-			case decline:
-				params.Action = contracts.RespondDecline
-			case cancel:
-				params.Action = contracts.RespondCancel
-			default:
-				if err := a.askAnswer(tty, r, &params); err != nil {
-					return err
-				}
-			}
-			if gate.PassphraseSet {
-				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
-					return err
-				}
-			}
 			var res contracts.RespondResult
-			err = a.call(cmd.Context(), contracts.MethodMCPRequestsRespond, params, &res)
-			var ce *contracts.Error
-			if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == "passphrase_required" {
-				if params.Passphrase, err = askPassphrase(tty, "an approval passphrase is set; approval passphrase: "); err != nil {
+			for attempt := 0; ; attempt++ {
+				params := contracts.RespondParams{RequestID: r.ID}
+				switch {
+				case decline:
+					params.Action = contracts.RespondDecline
+				case cancel:
+					params.Action = contracts.RespondCancel
+				default:
+					if err := a.askAnswer(tty, r, &params, gate.PassphraseSet); err != nil {
+						return err
+					}
+				}
+				err = a.sendAnswer(cmd.Context(), tty, r, gate, &params, &res)
+				var ce *contracts.Error
+				if !errors.As(err, &ce) || ce.Reason() != "proposal_changed" || attempt >= 2 {
+					break
+				}
+				// A local tool replaced the proposal after it was shown:
+				// nothing was sent. Show the request again and ask again.
+				fmt.Fprintln(a.stderr, "\nthe proposed answer changed after you read it: nothing was sent. Here is the request again:")
+				if r, _, err = a.readRequest(cmd.Context(), args[0]); err != nil {
 					return err
 				}
-				err = a.call(cmd.Context(), contracts.MethodMCPRequestsRespond, params, &res)
+				writeRequest(w, r, false)
+				if r.State != contracts.RequestPending {
+					return fmt.Errorf("request %s is %s and cannot be answered again", clean(r.ID), clean(r.State))
+				}
 			}
 			if err != nil {
 				return err
@@ -364,8 +393,95 @@ you would not give that server.`,
 	return cmd
 }
 
-// askAnswer asks the owner what to answer and fills params.
-func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contracts.RespondParams) error {
+// sendAnswer asks pikod's own questions (after a visible boundary, when a
+// passphrase is set) and sends params. An answer holding the passphrase
+// typed at pikod's prompt is refused here, before anything is sent (the
+// daemon refuses it too).
+func (a *app) sendAnswer(ctx context.Context, tty ttyIO, r *contracts.ServerRequestInfo, gate contracts.ApprovalsStatus,
+	params *contracts.RespondParams, res *contracts.RespondResult) error {
+	var err error
+	if gate.PassphraseSet {
+		if params.Passphrase, err = askPassphrase(tty, pikodAsks(r)+"pikod's approval passphrase (pikod's own, for pikod only): "); err != nil {
+			return err
+		}
+		if err := holdsPassphrase(*params); err != nil {
+			return err
+		}
+	}
+	err = a.call(ctx, contracts.MethodMCPRequestsRespond, *params, res)
+	var ce *contracts.Error
+	if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == "passphrase_required" {
+		if params.Passphrase, err = askPassphrase(tty, pikodAsks(r)+"an approval passphrase is set; pikod's approval passphrase: "); err != nil {
+			return err
+		}
+		if err := holdsPassphrase(*params); err != nil {
+			return err
+		}
+		err = a.call(ctx, contracts.MethodMCPRequestsRespond, *params, res)
+	}
+	return err
+}
+
+// pikodAsks is the boundary before pikod's own questions: what follows is
+// pikod's, not the server's.
+func pikodAsks(r *contracts.ServerRequestInfo) string {
+	return fmt.Sprintf("\n════ pikod asks (not the server %s; nothing below goes to it) ════\n", clean(r.Server))
+}
+
+// holdsPassphrase refuses an answer in which a value is the passphrase
+// just typed at pikod's prompt.
+func holdsPassphrase(p contracts.RespondParams) error {
+	if p.Passphrase == "" {
+		return nil
+	}
+	is := func(v string) bool { return v == p.Passphrase || strings.TrimSpace(v) == p.Passphrase }
+	found := is(p.Text)
+	if !found && len(p.Content) > 0 {
+		var content map[string]any
+		if json.Unmarshal(p.Content, &content) == nil {
+			for _, v := range content {
+				if anyString(v, is) {
+					found = true
+					break
+				}
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return contracts.WithHint(errors.New("your answer to the server holds your approval passphrase: nothing was sent"),
+		"pikod never needs it inside a server's questions: answer again, and type it only after \"pikod asks\"")
+}
+
+// anyString reports whether match holds for a string in v (a decoded JSON
+// value), at any depth.
+func anyString(v any, match func(string) bool) bool {
+	switch v := v.(type) {
+	case string:
+		return match(v)
+	case []any:
+		for _, e := range v {
+			if anyString(e, match) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if anyString(e, match) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// askAnswer asks the owner what to answer and fills params. Everything
+// the server supplied is asked inside a frame, each line marked with the
+// server's id; passphrase says pikod's own passphrase prompt follows, so
+// the owner confirms the answers first and that prompt never comes
+// straight after a masked server field.
+func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contracts.RespondParams, passphrase bool) error {
 	choice, err := tty.Ask("\nAnswer it? Type accept, decline or cancel (a/d/c): ")
 	if err != nil {
 		return err
@@ -390,7 +506,8 @@ func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contr
 				return err
 			}
 			if s := strings.ToLower(strings.TrimSpace(yes)); s == "y" || s == "yes" {
-				params.UseProposal = true
+				// Bound to the proposal shown: a replaced one fails.
+				params.UseProposal, params.ProposalDigest = true, r.ProposalDigest
 				return nil
 			}
 		}
@@ -409,24 +526,37 @@ func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contr
 		if err != nil {
 			return err
 		}
+		srv := clean(r.Server)
+		tag := srv + " │ "
 		content := map[string]json.RawMessage{}
+		var summary []string
+		frame := fmt.Sprintf("\n──── the server %s asks (its words, not pikod's: every line of it starts %q) ────\n", srv, tag)
 		for _, f := range fields {
-			prompt := f.describe()
+			var prompt strings.Builder
+			prompt.WriteString(frame)
+			frame = ""
+			prompt.WriteString(tag + f.describe())
 			if required[f.name] {
-				prompt += " [required]"
+				prompt.WriteString(" [required]")
 			}
-			prompt += "\n" + clean(f.name) + ": "
+			prompt.WriteString("\n")
+			if f.mimicsPikod() {
+				prompt.WriteString(tag + "WARNING: this field of the server's looks like one of pikod's own prompts (passphrase, digest, approve). " +
+					"pikod never asks those inside a server's questions: never type your approval passphrase or a digest here.\n")
+			}
+			prompt.WriteString(tag + clean(f.name) + ": ")
 			for {
 				var v string
 				if f.masked() {
-					v, err = tty.AskHidden(prompt + "(hidden) ")
+					v, err = tty.AskHidden(strings.TrimSuffix(prompt.String(), ": ") + " (hidden): ")
 				} else {
-					v, err = tty.Ask(prompt)
+					v, err = tty.Ask(prompt.String())
 				}
 				if err != nil {
 					return err
 				}
 				if v == "" {
+					summary = append(summary, tag+clean(f.name)+": (nothing: the default, or left out)")
 					break // the default applies, or the field stays out
 				}
 				val, perr := f.parse(v)
@@ -435,8 +565,29 @@ func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contr
 					continue
 				}
 				content[f.name] = val
+				shown := clean(string(val))
+				if f.masked() {
+					shown = "(hidden)"
+				}
+				summary = append(summary, tag+clean(f.name)+": "+shown)
 				break
 			}
+		}
+		end := fmt.Sprintf("──── end of what the server %s asks ────\n", srv)
+		if passphrase {
+			// pikod's passphrase prompt comes next: a question of pikod's
+			// stands between it and the server's last field.
+			yes, err := tty.Ask(end + "\nYour answers for the server " + srv + ":\n" + strings.Join(summary, "\n") +
+				"\nSend them to the server " + srv + "? (y/N): ")
+			if err != nil {
+				return err
+			}
+			if s := strings.ToLower(strings.TrimSpace(yes)); s != "y" && s != "yes" {
+				fmt.Fprintln(a.stderr, "not sent: nothing was sent (the request still waits)")
+				return &statusExit{code: exitFailure, msg: "not sent"}
+			}
+		} else {
+			fmt.Fprint(a.stderr, end)
 		}
 		b, err := json.Marshal(content)
 		if err != nil {

@@ -567,6 +567,15 @@ func (m *model) requestText(r contracts.ServerRequestInfo) string {
 	}
 	if r.URL != "" {
 		fmt.Fprintf(&b, "\nurl (pikod never opens it): %s\ndomain: %s\n", safe(r.URL), safe(r.Domain))
+		if r.DomainASCII != "" {
+			fmt.Fprintf(&b, "punycode: %s (the real spelling: compare this)\n", safe(r.DomainASCII))
+		}
+		if r.DomainUnicode != "" {
+			fmt.Fprintf(&b, "unicode: %s (how a browser may show it)\n", safe(r.DomainUnicode))
+		}
+		if len(r.DomainScripts) > 0 {
+			fmt.Fprintf(&b, "WARNING: the domain mixes scripts (%s): it may imitate a domain you know\n", safe(strings.Join(r.DomainScripts, ", ")))
+		}
 	}
 	if len(r.Schema) > 0 && string(r.Schema) != "null" {
 		fmt.Fprintf(&b, "\nfields:\n%s", schemaProps(r.Schema))
