@@ -293,6 +293,11 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 	if err != nil || rec == nil {
 		return mcpclient.Credentials{}, err
 	}
+	// Cleared credentials ({}) send nothing, whatever they were entered
+	// for: nothing to withhold, so nothing to re-enter.
+	if rec.empty() {
+		return mcpclient.Credentials{}, nil
+	}
 	if rec.Identity != identity(cfg) {
 		return mcpclient.Credentials{}, contracts.WithHint(
 			contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
@@ -315,10 +320,10 @@ func (c *creds) state(cfg *contracts.ServerSettings) (string, uint64, []string) 
 		return "unknown", 0, nil
 	case rec == nil:
 		return "none", 0, nil
-	case rec.Identity != identity(cfg):
-		return "reenter", rec.Generation, rec.fields()
 	case rec.empty():
 		return "none", rec.Generation, nil
+	case rec.Identity != identity(cfg):
+		return "reenter", rec.Generation, rec.fields()
 	}
 	return "stored", rec.Generation, rec.fields()
 }
