@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -62,3 +63,45 @@ func TestArgsCredentialsRefused(t *testing.T) {
 }
 
 func mustJSONString(t testing.TB, v any) string { return string(mustJSON(t, v)) }
+
+// TestKilledDuringApprovedCall: the owner approves a slow call with
+// pikoctl rpc at a terminal and pikod is killed with SIGKILL while the
+// call is out. pikoctl used to exit 3 (unreachable: a script would start
+// pikod and try again); it exits 5 (uncertain). At the next start the
+// action is uncertain and, new, has a receipt in the hash chain, which
+// still verifies.
+func TestKilledDuringApprovedCall(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx").with("tools", []string{"sleep", "echo"}, "readOnlyTools", []string{"echo"})))
+	connectServer(t, d, "fx")
+	prep := prepare(t, d, "fx", "sleep", `{"ms":30000}`)
+	params := mustJSONString(t, contracts.ApproveParams{ActionID: prep.ActionID, Digest: prep.Digest, Decision: contracts.DecisionApprove})
+	p := ctlTTY(t, d, "rpc", contracts.MethodMCPActionsApprove, params)
+	deadline := time.Now().Add(60 * time.Second)
+	for review(t, d, prep.ActionID).State != contracts.ActionDispatched {
+		if time.Now().After(deadline) {
+			t.Fatalf("the approved call never started: %+v", review(t, d, prep.ActionID))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.kill9()
+	out, code := p.wait(t)
+	if code != 5 || !strings.Contains(out, "uncertain") {
+		t.Errorf("pikoctl rpc approve when pikod died: exit %d, want 5 (uncertain); terminal:\n%s", code, out)
+	}
+	d.restart()
+	r := review(t, d, prep.ActionID)
+	if r.State != contracts.ActionUncertain || r.ReceiptID == "" {
+		t.Fatalf("after the restart: %+v, want uncertain with a receipt", r)
+	}
+	var rs contracts.ReceiptsResult
+	d.callInto(t, contracts.MethodMCPReceipts, contracts.ReceiptsParams{ID: r.ReceiptID}, &rs)
+	if len(rs.Receipts) != 1 || rs.Receipts[0].ActionID != prep.ActionID || rs.Receipts[0].Status != contracts.CallUncertain {
+		t.Errorf("the receipt: %+v, want the action's, uncertain", rs.Receipts)
+	}
+	d.callInto(t, contracts.MethodMCPReceipts, contracts.ReceiptsParams{Verify: true}, &rs)
+	if rs.Verification == nil || !rs.Verification.OK {
+		t.Errorf("the chain after recovery: %+v, want it to verify", rs.Verification)
+	}
+}
