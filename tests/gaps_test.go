@@ -105,3 +105,28 @@ func TestKilledDuringApprovedCall(t *testing.T) {
 		t.Errorf("the chain after recovery: %+v, want it to verify", rs.Verification)
 	}
 }
+
+// TestStderrLineBeingWritten: a server writes "secret: " and the first 12
+// of its credential's 18 characters to stderr and stops there, without a
+// newline. The stderr tail used to show the unfinished line, and with it
+// 12 characters of the credential, which redaction cannot recognise until
+// the value is whole. The unfinished line is held now.
+func TestStderrLineBeingWritten(t *testing.T) {
+	t.Parallel()
+	d := vaultDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--leak-env", "FX_SECRET", "--stderr-partial", "12", "--stderr-lines", "1")))
+	secret := newCutCanary(t, 18)
+	storeSecret(t, d, "fx", map[string]any{"env": map[string]string{"FX_SECRET": secret}})
+	connectServer(t, d, "fx")
+	time.Sleep(200 * time.Millisecond) // the fixture wrote it before it answered initialize
+	for _, args := range [][]string{{"--json", "mcp", "status", "fx"}, {"mcp", "status", "fx"}} {
+		stdout, stderr, code := runCtl(t, d, "", args...)
+		if code != 0 {
+			t.Fatalf("pikoctl %q: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		assertNoPiece(t, "pikoctl "+strings.Join(args, " "), []byte(stdout), secret)
+	}
+	if st := serverStatus(t, d, "fx"); !strings.Contains(st.StderrTail, "line") {
+		t.Errorf("stderr tail %q, want the finished lines still shown", st.StderrTail)
+	}
+}
