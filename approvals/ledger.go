@@ -298,6 +298,17 @@ func (l *Ledger) recover() error {
 			rec.State, rec.Reason, rec.UpdatedAt = state, reason, at
 			// Approved, never dispatched: provably nothing left pikod.
 			rec.NotSent = reason == ReasonStoppedBeforeSend || reason == ReasonRestoredNotSent
+			if state == contracts.ActionUncertain && rec.ReceiptID == "" {
+				// A call that may have acted gets its receipt now, in the
+				// same transaction: the chain holds every one of them.
+				r := Receipt{ID: newID("rcpt_"), Kind: rec.Kind, Server: rec.Server, Tool: rec.Tool,
+					ArgumentsDigest: hashOf(rec.Arguments), ActionID: rec.ID, Status: contracts.CallUncertain,
+					Error: reason, CreatedAt: at, Caller: rec.Caller.Bounded()}
+				if _, err := addReceipts(tx, []Receipt{r}); err != nil {
+					return fmt.Errorf("recording the receipt of %s: %w", rec.ID, err)
+				}
+				rec.ReceiptID = r.ID
+			}
 			if err := putAction(tx, rec); err != nil {
 				return err
 			}

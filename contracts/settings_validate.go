@@ -216,7 +216,9 @@ var portLikeRE = regexp.MustCompile(`^(?:[0-9.]+:|\[[0-9A-Fa-f:.]+\]:)?[0-9]{1,5
 // like tokens, passwords in URLs and webhook URLs (anywhere in an
 // argument, flag values included), --secret-flag=VALUE and --secret-flag
 // VALUE (--password, --token, ...), -p VALUE and -p=VALUE (unless VALUE
-// is a port or port mapping), NAME=VALUE with a secret-looking NAME,
+// is a port or port mapping), -pVALUE glued (mysql), -u USER:PASS,
+// -uUSER:PASS and --user=USER:PASS (curl; not a uid:gid or user:group of
+// plain names, as docker's -u takes), NAME=VALUE with a secret-looking NAME,
 // "Header: value" lines and URLs carrying credentials.
 func (c *checker) args(args []string) {
 	reported := make(map[int]bool)
@@ -237,6 +239,16 @@ func (c *checker) args(args []string) {
 			continue
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			if what := attachedSecret(args, i); what != "" {
+				c.credential(f, what)
+				continue
+			}
+			if userPassFlag(a) && i+1 < len(args) && userPassword(args[i+1]) {
+				next := "args[" + strconv.Itoa(i+1) + "]"
+				c.credential(next, "the user:password pair after "+a)
+				reported[i+1] = true
+				continue
+			}
 			name, val, hasEq := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			if name == "p" && !strings.HasPrefix(a, "--") {
 				// -p is the password flag of mysql, redis-cli and many
@@ -279,6 +291,44 @@ func (c *checker) args(args []string) {
 			}
 		}
 	}
+}
+
+// attachedSecret says what credential is glued to the flag args[i]:
+// -pVALUE (mysql's password, unless VALUE is a port or plain lowercase
+// letters such as -pthread or -project), -uUSER:PASS, --user=USER:PASS.
+func attachedSecret(args []string, i int) string {
+	a := args[i]
+	if rest, ok := strings.CutPrefix(a, "-p"); ok && !strings.HasPrefix(a, "--") && rest != "" &&
+		!strings.ContainsRune(rest, '=') && !portLikeRE.MatchString(rest) && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz-") != "" {
+		return "the password attached to -p (-pPASSWORD)"
+	}
+	if rest, ok := strings.CutPrefix(a, "-u"); ok && !strings.HasPrefix(a, "--") && userPassword(rest) {
+		return "the user:password pair attached to -u"
+	}
+	if rest, ok := strings.CutPrefix(a, "--user="); ok && userPassword(rest) {
+		return "the user:password pair of --user"
+	}
+	return ""
+}
+
+// userPassFlag is a flag whose value may be USER:PASSWORD (curl's -u and
+// --user, wget's, many more).
+func userPassFlag(a string) bool { return a == "-u" || a == "--user" }
+
+// uidGidRE and userGroupRE are the USER:GROUP values -u takes elsewhere
+// (docker run -u 1000:1000, -u app:app; names without digits), not
+// passwords.
+var (
+	uidGidRE    = regexp.MustCompile(`^[0-9]+(?::[0-9]+)?$`)
+	userGroupRE = regexp.MustCompile(`^[a-z_][a-z_-]*(?::[a-z_][a-z_-]*)?$`)
+)
+
+// userPassword reports whether v is USER:PASSWORD: a colon with something
+// after it, and not a uid:gid or a user:group of plain names.
+func userPassword(v string) bool {
+	user, pass, ok := strings.Cut(v, ":")
+	return ok && user != "" && pass != "" && !strings.HasPrefix(v, "-") &&
+		!uidGidRE.MatchString(v) && !userGroupRE.MatchString(v)
 }
 
 // headerNameRE is an HTTP field name: one or more tchar (RFC 9110).

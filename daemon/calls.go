@@ -13,6 +13,7 @@ import (
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
+	"github.com/pikod/pikod/vault"
 )
 
 // call serves extensions.mcp.call: it resolves the tool, canonicalises and
@@ -160,6 +161,9 @@ type execution struct {
 // bounded preview and a receipt. It never retries.
 func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (contracts.CallResult, error) {
 	res := contracts.CallResult{Server: ex.server, Tool: ex.tool, ReceiptKind: ex.kind}
+	// The answer carries the server's output: it is redacted as one
+	// (vault.View); what is kept is redacted of every value.
+	view, kept := d.answerView(req, ex.server), d.keptView(req)
 	progress := func(pp contracts.ProgressParams) {
 		pp.RequestID = req.ID
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
@@ -173,10 +177,12 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	var staged *approvals.StagedSource
 	switch {
 	case err != nil:
-		state, reason = d.failedEnd(err, &res)
+		state, reason = d.failedEnd(err, &res, view)
 	default:
-		// Redacted before it is retained or previewed: every cut comes after.
-		text := d.red.JSON(out.Result)
+		// Redacted before it is retained or previewed: every cut comes
+		// after. The retained result is the answer's whole form, redacted
+		// as the answer is, so reading it back tells nothing more.
+		text := view.JSON(out.Result)
 		var meta approvals.SourceMeta
 		var perr error
 		if ex.kind == contracts.ReceiptRead {
@@ -190,7 +196,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 			d.log.Error().Err(perr).Str("server", ex.server).Msg("retaining a call result")
 			res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
 			res.Error = contracts.ToError(fmt.Errorf("the call was answered but its result could not be retained: %w", perr))
-			reason = res.Error.Message
+			reason = kept.Text(res.Error.Message)
 			break
 		}
 		res.OriginalResultSourceID = meta.ID
@@ -198,7 +204,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		if perr != nil {
 			res.Status, state = contracts.CallFailed, contracts.ActionFailed
 			res.Error = contracts.ToError(fmt.Errorf("the server's result is not a tool result (%v): read it with source.read: %w", perr, contracts.ErrUpstream))
-			reason = res.Error.Message
+			reason = kept.Text(res.Error.Message)
 			break
 		}
 		res.Content, res.StructuredContent, res.IsError, res.Truncated = content, structured, isError, truncated
@@ -212,12 +218,12 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	// Receipts are kept for good and listed to anyone on the socket:
 	// every string a server could have influenced is redacted here.
 	rec := approvals.Receipt{
-		Kind: ex.kind, Server: ex.server, Tool: d.red.Text(ex.tool), ArgumentsDigest: digestOf(ex.args),
+		Kind: ex.kind, Server: ex.server, Tool: kept.Text(ex.tool), ArgumentsDigest: digestOf(ex.args),
 		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent,
 		Caller: ex.caller,
 	}
 	if res.Error != nil {
-		rec.Error = d.red.Text(res.Error.Message)
+		rec.Error = kept.Text(res.Error.Message)
 	}
 	if ex.kind == contracts.ReceiptRead {
 		rec = d.ledger.AddReceiptAsync(rec)
@@ -285,15 +291,20 @@ func digestOf(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// redactError is err for a result or a receipt, its messages redacted.
-func (d *daemon) redactError(err error) *contracts.Error {
+// redactError is err for a result, its messages redacted within view
+// (nil: of every value).
+func (d *daemon) redactError(err error, view *vault.View) *contracts.Error {
+	text := d.red.Text
+	if view != nil {
+		text = view.Text
+	}
 	e := *contracts.ToError(err)
-	e.Message = d.red.Text(e.Message)
+	e.Message = text(e.Message)
 	if e.Data != nil {
 		data := *e.Data
 		if data.Upstream != nil {
 			u := *data.Upstream
-			u.Message = d.red.Text(u.Message)
+			u.Message = text(u.Message)
 			data.Upstream = &u
 		}
 		e.Data = &data
@@ -519,6 +530,13 @@ func (d *daemon) sourceRead(_ context.Context, req *rpc.Request) (any, error) {
 	if p.Offset < 0 || p.Length < 0 {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
 	}
+	// A retained result was redacted when it was kept, as the answer that
+	// carried it: read back, it is redacted of what entered the set since,
+	// as its server's output, so it tells no more than that answer did.
+	if meta, err := d.sources.Meta(p.SourceID); err == nil {
+		v := d.answerView(req, meta.Server)
+		v.Since(meta.CreatedAt)
+	}
 	return d.sources.Read(p.SourceID, p.Offset, p.Length)
 }
 
@@ -527,17 +545,21 @@ func (d *daemon) sourceRead(_ context.Context, req *rpc.Request) (any, error) {
 // left pikod: a definite failure without effect, which may be made again),
 // uncertain (the outcome is unknown), or failed (the server's own error
 // answer).
-func (d *daemon) failedEnd(err error, res *contracts.CallResult) (state, reason string) {
-	res.Error = d.redactError(err)
+//
+// The answer's error is redacted within view (nil: of every value); the
+// reason, which the ledger keeps, of every value.
+func (d *daemon) failedEnd(err error, res *contracts.CallResult, view *vault.View) (state, reason string) {
+	res.Error = d.redactError(err, view)
+	msg := d.red.Text(res.Error.Message)
 	switch {
 	case contracts.IsNotSent(err):
 		res.Status, res.NotSent = contracts.CallFailed, true
-		return contracts.ActionFailed, "not sent: " + res.Error.Message
+		return contracts.ActionFailed, "not sent: " + msg
 	case errors.Is(err, contracts.ErrOutcomeUnknown):
 		res.Status = contracts.CallUncertain
-		return contracts.ActionUncertain, res.Error.Message
+		return contracts.ActionUncertain, msg
 	default:
 		res.Status = contracts.CallFailed
-		return contracts.ActionFailed, res.Error.Message
+		return contracts.ActionFailed, msg
 	}
 }

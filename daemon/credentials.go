@@ -208,10 +208,10 @@ type creds struct {
 	// oauthVals are the secret values of each server's stored OAuth
 	// record (tokens, a registered client's secret), for redaction.
 	oauthVals map[string][]string
-	// retired holds values that were replaced or cleared: a connected
-	// server may still use them until it reconnects, so they stay in the
-	// redaction set for the daemon's lifetime.
-	retired []string
+	// retired holds, by server, values that were replaced or cleared: a
+	// connected server may still use them until it reconnects, so they
+	// stay in the redaction set for the daemon's lifetime.
+	retired map[string][]string
 }
 
 // load returns a server's record (nil when none), reading the vault once.
@@ -261,17 +261,23 @@ func (c *creds) loadAll(servers []contracts.ServerSettings) error {
 	return errors.Join(errs...)
 }
 
+// rebuildLocked gives the redaction set every value under the server it
+// belongs to: which answers a value is removed from depends on it
+// (vault.View).
 func (c *creds) rebuildLocked() {
-	values := slices.Clone(c.retired)
-	for _, r := range c.recs {
+	owned := map[string][]string{}
+	for srv, vs := range c.retired {
+		owned[srv] = append(owned[srv], vs...)
+	}
+	for srv, r := range c.recs {
 		if r != nil {
-			values = append(values, r.values()...)
+			owned[srv] = append(owned[srv], r.values()...)
 		}
 	}
-	for _, vs := range c.oauthVals {
-		values = append(values, vs...)
+	for srv, vs := range c.oauthVals {
+		owned[srv] = append(owned[srv], vs...)
 	}
-	c.red.SetValues(values)
+	c.red.SetOwned(owned)
 }
 
 // forServer returns what a connect sends: nothing when nothing is stored,
@@ -286,6 +292,11 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 	rec, err := c.load(cfg.ID)
 	if err != nil || rec == nil {
 		return mcpclient.Credentials{}, err
+	}
+	// Cleared credentials ({}) send nothing, whatever they were entered
+	// for: nothing to withhold, so nothing to re-enter.
+	if rec.empty() {
+		return mcpclient.Credentials{}, nil
 	}
 	if rec.Identity != identity(cfg) {
 		return mcpclient.Credentials{}, contracts.WithHint(
@@ -309,10 +320,10 @@ func (c *creds) state(cfg *contracts.ServerSettings) (string, uint64, []string) 
 		return "unknown", 0, nil
 	case rec == nil:
 		return "none", 0, nil
-	case rec.Identity != identity(cfg):
-		return "reenter", rec.Generation, rec.fields()
 	case rec.empty():
 		return "none", rec.Generation, nil
+	case rec.Identity != identity(cfg):
+		return "reenter", rec.Generation, rec.fields()
 	}
 	return "stored", rec.Generation, rec.fields()
 }
@@ -538,7 +549,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 		return nil, fmt.Errorf("storing the credentials of %q: %w", p.Server, err)
 	}
 	if old != nil {
-		c.retired = append(c.retired, old.values()...)
+		c.retire(p.Server, old.values()...)
 	}
 	c.recs[p.Server] = rec
 	c.rebuildLocked()
@@ -578,4 +589,12 @@ func (d *daemon) vaultUnlock(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	d.log.Info().Msg("vault unlocked")
 	return contracts.VaultUnlockResult{Vault: d.creds.v.Status()}, nil
+}
+
+// retire keeps values a server held in the redaction set (mu held).
+func (c *creds) retire(server string, values ...string) {
+	if c.retired == nil {
+		c.retired = map[string][]string{}
+	}
+	c.retired[server] = append(c.retired[server], values...)
 }

@@ -248,7 +248,8 @@ func Run(ctx context.Context, cfg Config) error {
 	// JSON values, so every frame stays valid JSON.
 	// Terminal-only methods are checked by the server before any handler
 	// runs: the peer's terminal first, then the owner gate (passphrase).
-	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: cfg.Redactor.JSON,
+	d.probes.log = log.With().Str("component", "redaction").Logger()
+	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: d.filterFrame,
 		OwnerCheck: d.gate.Check})
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
@@ -277,6 +278,8 @@ type daemon struct {
 	// red removes known credential values from everything that leaves
 	// the daemon or is stored; the vault's records feed it.
 	red *vault.Redactor
+	// probes counts the replacements in each connection's answers.
+	probes probes
 	// paused holds the servers handed over to the owner (pause.go).
 	paused pauses
 	// rotated holds the servers whose credentials changed while

@@ -81,7 +81,7 @@ func (c *creds) setOAuthValues(server string, values []string) {
 	defer c.mu.Unlock()
 	for _, old := range c.oauthVals[server] {
 		if !slices.Contains(values, old) {
-			c.retired = append(c.retired, old)
+			c.retire(server, old)
 		}
 	}
 	if len(values) == 0 {

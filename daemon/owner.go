@@ -142,8 +142,9 @@ type gateParams struct {
 
 // Check is the rpc.Options.OwnerCheck: it runs before the handler of
 // every terminal-only call that is not exempt, after the peer passed the
-// terminal checks. The passphrase is never logged or put in an error; it
-// is in the redaction set while the request runs.
+// terminal checks. The passphrase is never logged or put in an error, and
+// it is never a redaction value: it never goes to a server, and removing
+// it from answers would tell a caller when one of its strings equals it.
 func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 	var p gateParams
 	if len(req.Params) > 0 {
@@ -151,9 +152,6 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 			return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
 				`invalid params: %q must be a string and the params one JSON object`, contracts.ParamPassphrase)
 		}
-	}
-	if p.Passphrase != nil {
-		context.AfterFunc(ctx, g.red.Hold(*p.Passphrase))
 	}
 	g.busy.Lock()
 	defer g.busy.Unlock()
@@ -244,8 +242,6 @@ func (g *ownerGate) passphrase(ctx context.Context, req *rpc.Request) (any, erro
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
 			`invalid params: send {"op":"set"|"change"|"clear","passphrase"?,"newPassphrase"?} with string values`)
 	}
-	context.AfterFunc(ctx, g.red.Hold(p.Passphrase))
-	context.AfterFunc(ctx, g.red.Hold(p.NewPassphrase))
 	newPass := vault.NewSecret(p.NewPassphrase)
 	switch p.Op {
 	case contracts.PassphraseOpSet, contracts.PassphraseOpChange:

@@ -236,23 +236,20 @@ func TestOwnerGate(t *testing.T) {
 	}
 }
 
-func TestOwnerGateRedactsWhileInFlight(t *testing.T) {
+// TestOwnerGateNeverRedactsThePassphrase: the passphrase of a request in
+// flight is not a redaction value (it never goes to a server, and a
+// caller that saw it redacted from an echo would know its guess was
+// right).
+func TestOwnerGateNeverRedactsThePassphrase(t *testing.T) {
 	f := newGateFixture(t)
 	const pass = "in-flight-passphrase"
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	req := &rpc.Request{Method: contracts.MethodMCPActionsApprove, Params: json.RawMessage(`{"passphrase":"` + pass + `"}`)}
 	if err := f.g.Check(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.red.Text("x " + pass + " y"); strings.Contains(got, pass) {
-		t.Errorf("while the request runs, Redact leaves the passphrase: %q", got)
-	}
-	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Contains(f.red.Text(pass), "REDACTED") && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if got := f.red.Text(pass); got != pass {
-		t.Errorf("after the request, the passphrase is still held: %q", got)
+	if got := f.red.Text("x " + pass + " y"); got != "x "+pass+" y" {
+		t.Errorf("while the request runs, Redact changes the passphrase: %q", got)
 	}
 }

@@ -50,7 +50,7 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
 		if err := d.checkRotated(p.Server); err != nil {
 			return nil, err
 		}
-		return d.readResource(ctx, p, req.Caller())
+		return d.readResource(ctx, req, p, req.Caller())
 	case contracts.ResourceOpSubscribe:
 		return d.sup.Subscribe(ctx, p.Server, p.URI)
 	case contracts.ResourceOpUnsubscribe:
@@ -63,14 +63,15 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
 // readResource reads one resource: the original result is retained (as a
 // call's is), the caller gets a bounded preview and a receipt names the
 // read.
-func (d *daemon) readResource(ctx context.Context, p contracts.ResourceParams, caller contracts.Caller) (any, error) {
+func (d *daemon) readResource(ctx context.Context, req *rpc.Request, p contracts.ResourceParams, caller contracts.Caller) (any, error) {
 	raw, err := d.sup.ReadResource(ctx, p.Server, p.URI)
 	if err != nil {
 		return nil, err
 	}
-	// Redacted before it is retained or previewed: every cut comes after.
-	text := d.red.JSON(raw)
-	uri := d.red.Text(p.URI)
+	// Redacted before it is retained or previewed, as the server's output
+	// (vault.View): every cut comes after.
+	text := d.answerView(req, p.Server).JSON(raw)
+	uri := d.keptView(req).Text(p.URI)
 	meta, err := d.sources.PutDeferred(p.Server, clipText(uri, maxReceiptURIChars), text)
 	if err != nil {
 		d.log.Error().Err(err).Str("server", p.Server).Msg("retaining a resource read")
@@ -119,7 +120,7 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
 		if err := d.checkRotated(p.Server); err != nil {
 			return nil, err
 		}
-		return d.getPrompt(ctx, p, req.Caller())
+		return d.getPrompt(ctx, req, p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))
 }
@@ -127,13 +128,13 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
 // getPrompt gets one prompt: the original result is retained, the caller
 // gets its messages as bounded, safe evidence, and a receipt names the
 // get.
-func (d *daemon) getPrompt(ctx context.Context, p contracts.PromptParams, caller contracts.Caller) (any, error) {
+func (d *daemon) getPrompt(ctx context.Context, req *rpc.Request, p contracts.PromptParams, caller contracts.Caller) (any, error) {
 	out, err := d.sup.GetPrompt(ctx, mcpclient.PromptRequest{Server: p.Server, Name: p.Name, Arguments: p.Arguments})
 	if err != nil {
 		return nil, err
 	}
-	text := d.red.JSON(out.Result)
-	name := d.red.Text(p.Name)
+	text := d.answerView(req, p.Server).JSON(out.Result)
+	name := d.keptView(req).Text(p.Name)
 	meta, err := d.sources.PutDeferred(p.Server, name, text)
 	if err != nil {
 		d.log.Error().Err(err).Str("server", p.Server).Msg("retaining a prompt")

@@ -73,7 +73,7 @@ func (d *daemon) prepareTask(ctx context.Context, server string, tool contracts.
 func (d *daemon) dispatchEnd(a approvals.Action, res *contracts.CallResult, err error) {
 	state, reason := contracts.ActionCompleted, ""
 	if err != nil {
-		state, reason = d.failedEnd(err, res)
+		state, reason = d.failedEnd(err, res, nil)
 	} else {
 		res.Status = contracts.CallCompleted
 	}

@@ -563,7 +563,7 @@ func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, 
 	id, _, found := strings.Cut(rest, "_")
 	if !ok || !found || id == "" {
 		return "", contracts.CatalogTool{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", s.clip(name, 200)),
+			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", clip(name, 200)),
 			"list tools and their names with 'pikoctl mcp catalog SERVER'")
 	}
 	sess, err := s.session(id)
@@ -643,7 +643,10 @@ func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*sess
 }
 
 func (s *Supervisor) unknownTool(server, tool string, names []string, cat *Catalog) error {
-	msg := fmt.Sprintf("server %q has no tool %q", server, s.clip(tool, 200))
+	// The caller's own name, as it sent it: redacting it would tell the
+	// caller whether it holds a secret (the daemon's answer filter leaves
+	// what a caller sent alone).
+	msg := fmt.Sprintf("server %q has no tool %q", server, clip(tool, 200))
 	if !cat.Complete {
 		msg += " in its catalog, which is incomplete (" + s.clean(cat.Problem, 300) + ")"
 	}

@@ -207,7 +207,8 @@ func (s *Supervisor) clean(text string, max int) string {
 func (s *Supervisor) clip(text string, max int) string { return clip(s.redact(text), max) }
 
 // clip cuts s to at most n characters, marking a cut with "…". Call it
-// only on text that was redacted, or that cannot hold a secret.
+// only on text that was redacted, that cannot hold a secret, or that a
+// caller sent and gets back in the answer to that request.
 func clip(s string, n int) string {
 	i := 0
 	for count := 0; i < len(s); count++ {

@@ -16,7 +16,7 @@ import (
 // Done is closed and Notify fails with ErrConnClosed.
 func TestConnOutlivesTheRequest(t *testing.T) {
 	kept := make(chan *Conn, 2)
-	s := NewServer(Options{Filter: func(b []byte) []byte {
+	s := NewServer(Options{Filter: func(b []byte, _ Outgoing) []byte {
 		return bytes.ReplaceAll(b, []byte("secret-value"), []byte("[REDACTED]"))
 	}})
 	s.Register("keep", func(_ context.Context, req *Request) (any, error) {

@@ -142,7 +142,7 @@ type stream struct {
 	wmu sync.Mutex
 
 	// filter, when set, rewrites each outgoing frame (see Options.Filter).
-	filter func([]byte) []byte
+	filter func([]byte, Outgoing) []byte
 
 	// rmu guards results and expected (client side): the result of each
 	// response to a call in flight, kept as received so that jsonrpc2,
@@ -505,7 +505,8 @@ func (s *stream) readRequest(line []byte, v any) (ok bool, _ error) {
 	if err := s.settleLine(0); err != nil {
 		return false, err
 	}
-	return false, s.writeError(id, rerr)
+	// The id comes back: the filter is told it is the peer's own.
+	return false, s.writeError(id, rerr, Outgoing{Request: &Request{ID: id}})
 }
 
 // appendJSON appends the JSON encoding of a string.
@@ -640,12 +641,25 @@ func (s *stream) WriteObject(obj any) error {
 		return fmt.Errorf("writing message: %d bytes exceed the %d-byte frame limit: %w (%w)",
 			len(data), s.max, ErrFrameTooLarge, contracts.ErrResourceExhausted)
 	}
-	return s.writeFrame(data)
+	return s.writeFrame(data, Outgoing{})
+}
+
+// writeObjectFor is WriteObject for a frame the filter knows more of.
+func (s *stream) writeObjectFor(obj any, out Outgoing) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encoding message: %w", err)
+	}
+	if len(data) > s.max {
+		return fmt.Errorf("writing message: %d bytes exceed the %d-byte frame limit: %w (%w)",
+			len(data), s.max, ErrFrameTooLarge, contracts.ErrResourceExhausted)
+	}
+	return s.writeFrame(data, out)
 }
 
 // writeResult writes a success response around result (compact JSON),
 // with the member order jsonrpc2 gives its responses.
-func (s *stream) writeResult(id jsonrpc2.ID, result json.RawMessage) error {
+func (s *stream) writeResult(id jsonrpc2.ID, result json.RawMessage, out Outgoing) error {
 	idJSON, err := json.Marshal(id)
 	if err != nil {
 		return fmt.Errorf("encoding response id: %w", err)
@@ -660,11 +674,11 @@ func (s *stream) writeResult(id jsonrpc2.ID, result json.RawMessage) error {
 	data = append(data, `,"result":`...)
 	data = append(data, result...)
 	data = append(data, `,"jsonrpc":"2.0"}`...)
-	return s.writeFrame(data)
+	return s.writeFrame(data, out)
 }
 
 // writeError writes an error response; id nil means null.
-func (s *stream) writeError(id json.RawMessage, e *jsonrpc2.Error) error {
+func (s *stream) writeError(id json.RawMessage, e *jsonrpc2.Error, out ...Outgoing) error {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -676,16 +690,20 @@ func (s *stream) writeError(id json.RawMessage, e *jsonrpc2.Error) error {
 	if err != nil {
 		return fmt.Errorf("encoding error response: %w", err)
 	}
-	return s.writeFrame(data)
+	var o Outgoing
+	if len(out) > 0 {
+		o = out[0]
+	}
+	return s.writeFrame(data, o)
 }
 
 // writeFrame writes one line under the write deadline. A failed write
 // closes the connection (on the client, unless the daemon already closed
 // its end): a peer that does not read must not hold a goroutine (or the
 // slot behind it) for longer than writeTimeout.
-func (s *stream) writeFrame(data []byte) error {
+func (s *stream) writeFrame(data []byte, out Outgoing) error {
 	if s.filter != nil {
-		data = s.filter(data)
+		data = s.filter(data, out)
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -714,4 +732,14 @@ func (s *stream) writeFrame(data []byte) error {
 func (s *stream) Close() error {
 	s.cancel()
 	return s.nc.Close()
+}
+
+// notify writes one notification as jsonrpc2 would, through the filter
+// with out.
+func (s *stream) notify(method string, params any, out Outgoing) error {
+	n := &jsonrpc2.Request{Method: method, Notif: true}
+	if err := n.SetParams(params); err != nil {
+		return fmt.Errorf("encoding params: %w", err)
+	}
+	return s.writeObjectFor(n, out)
 }

@@ -42,6 +42,35 @@ type Request struct {
 	Notify func(method string, params any) error
 
 	conn *Conn
+
+	// smu guards scope.
+	smu   sync.Mutex
+	scope any
+}
+
+// SetScope keeps v with the request for Options.Filter: the daemon puts
+// there how the request's answer is redacted.
+func (r *Request) SetScope(v any) {
+	r.smu.Lock()
+	r.scope = v
+	r.smu.Unlock()
+}
+
+// Scope is what SetScope kept (nil when nothing).
+func (r *Request) Scope() any {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return r.scope
+}
+
+// Outgoing is what Options.Filter knows of a frame it rewrites.
+type Outgoing struct {
+	// Request is the request the frame answers, or whose handler sent it
+	// (Request.Notify); nil for other frames.
+	Request *Request
+	// Conn is the connection the frame goes to; nil for a frame written
+	// before the connection's first request (a refused line).
+	Conn *Conn
 }
 
 // Conn returns the connection the request came on. Unlike Notify, it
@@ -87,8 +116,8 @@ func (c *Conn) Notify(method string, params any) error {
 		return fmt.Errorf("sending notification %s: %w", method, ErrConnClosed)
 	default:
 	}
-	if err := c.jc.Notify(c.cs.ctx, method, params); err != nil {
-		if errors.Is(err, jsonrpc2.ErrClosed) {
+	if err := c.cs.st.notify(method, params, Outgoing{Conn: c}); err != nil {
+		if c.cs.ctx.Err() != nil {
 			err = ErrConnClosed
 		}
 		return fmt.Errorf("sending notification %s: %w", method, err)
@@ -179,8 +208,9 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Filter, when set, rewrites every outgoing frame (responses, errors,
 	// notifications) just before it is written; the daemon removes known
-	// credential values with it. It must keep the frame valid JSON.
-	Filter func([]byte) []byte
+	// credential values with it, knowing which request (if any) the frame
+	// answers. It must keep the frame valid JSON.
+	Filter func([]byte, Outgoing) []byte
 	// OwnerCheck runs before the handler of every call of a
 	// contracts.TerminalOnly method that is not exempt, once the peer has
 	// passed the terminal checks (Peer.CheckTerminal against the server's
@@ -207,7 +237,7 @@ type Server struct {
 	log          zerolog.Logger
 	maxFrame     int
 	writeTimeout time.Duration
-	filter       func([]byte) []byte
+	filter       func([]byte, Outgoing) []byte
 	ownerCheck   func(context.Context, *Request) error
 	ownerUID     int
 	// methods is contracts.MethodTable by name.
@@ -549,10 +579,16 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		}
 	}
 	answered := func() { cs.st.acct.release(f.charge) }
+	// Early answers echo the caller's id and method: the filter is told
+	// they are the caller's own.
+	early := Outgoing{Request: &Request{Method: r.Method, Params: f.params, Peer: cs.peer}}
+	if id, err := json.Marshal(r.ID); err == nil {
+		early.Request.ID = id
+	}
 	if r.Method == contracts.MethodCancel {
 		cs.cancel(f.params, log)
 		if !r.Notif {
-			s.reply(ctx, jc, cs.st, r.ID, json.RawMessage("null"), nil, log)
+			s.reply(ctx, jc, cs.st, r.ID, json.RawMessage("null"), nil, log, early)
 		}
 		answered()
 		return
@@ -571,7 +607,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 			Code:    contracts.CodeMethodNotFound,
 			Message: "method not found: " + r.Method,
 			Data:    &contracts.ErrorData{Reason: "method_not_found"},
-		}, log)
+		}, log, early)
 		answered()
 		return
 	}
@@ -588,7 +624,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 			Code:    contracts.CodeInvalidRequest,
 			Message: fmt.Sprintf("invalid request: id %s is already in use by a request in flight", r.ID),
 			Data:    &contracts.ErrorData{Reason: "invalid_request"},
-		}, log)
+		}, log, early)
 		answered()
 		return
 	}
@@ -606,7 +642,10 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		req.ID = id
 	}
 	req.Notify = func(method string, params any) error {
-		if err := jc.Notify(rctx, method, params); err != nil {
+		if rctx.Err() != nil {
+			return fmt.Errorf("sending notification %s: %w", method, ErrConnClosed)
+		}
+		if err := cs.st.notify(method, params, Outgoing{Request: req, Conn: conn}); err != nil {
 			return fmt.Errorf("sending notification %s: %w", method, err)
 		}
 		return nil
@@ -624,7 +663,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 			code = werr.Code
 		}
 		log.Debug().Str("method", r.Method).Stringer("id", r.ID).Dur("duration", time.Since(start)).Int("code", code).Msg("request")
-		s.reply(ctx, jc, cs.st, r.ID, result, werr, log)
+		s.reply(ctx, jc, cs.st, r.ID, result, werr, log, Outgoing{Request: req, Conn: conn})
 	}()
 }
 
@@ -795,12 +834,17 @@ func hasClass(err error) bool {
 
 // reply answers request id. A result (compact JSON, as json.Marshal gives
 // it) is framed here and written as it is, not decoded and encoded again.
-func (s *Server) reply(ctx context.Context, jc *jsonrpc2.Conn, st *stream, id jsonrpc2.ID, result json.RawMessage, we *contracts.Error, log zerolog.Logger) {
+func (s *Server) reply(ctx context.Context, jc *jsonrpc2.Conn, st *stream, id jsonrpc2.ID, result json.RawMessage, we *contracts.Error, log zerolog.Logger, out ...Outgoing) {
+	var o Outgoing
+	if len(out) > 0 {
+		o = out[0]
+	}
 	var err error
 	if we != nil {
-		err = jc.ReplyWithError(ctx, id, toJSONRPCError(we))
+		// As jsonrpc2 would write it, through the filter with o.
+		err = st.writeObjectFor(&jsonrpc2.Response{ID: id, Error: toJSONRPCError(we)}, o)
 	} else {
-		err = st.writeResult(id, result)
+		err = st.writeResult(id, result, o)
 	}
 	if err != nil {
 		log.Debug().Err(err).Stringer("id", id).Msg("cannot send response")

@@ -779,9 +779,24 @@ func (b *syncBuffer) String() string {
 
 func TestServerFilterRewritesEveryFrame(t *testing.T) {
 	secret := "canary-" + strconv.Itoa(os.Getpid())
-	srv := NewServer(Options{Filter: func(b []byte) []byte {
+	var mu sync.Mutex
+	methods := map[string]int{} // frames by the method of the request they answer
+	srv := NewServer(Options{Filter: func(b []byte, out Outgoing) []byte {
+		if out.Request != nil && out.Conn != nil {
+			mu.Lock()
+			methods[out.Request.Method]++
+			mu.Unlock()
+		}
 		return bytes.ReplaceAll(b, []byte(secret), []byte("[REDACTED]"))
 	}})
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		// echo.secret: its notification and its answer; fail.secret: its error.
+		if methods["echo.secret"] < 2 || methods["fail.secret"] < 1 {
+			t.Errorf("the filter was told the request of %v frames, want echo.secret's note and answer and fail.secret's error", methods)
+		}
+	})
 	srv.Register("echo.secret", func(_ context.Context, req *Request) (any, error) {
 		if err := req.Notify("note", map[string]string{"v": secret}); err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -518,7 +519,7 @@ func TestVaultCanary(t *testing.T) {
 	t.Parallel()
 	envC, hdrC, bearerC, oauthC := newCanary(t, false), newCanary(t, true), newCanary(t, true), newCanary(t, true)
 	canaries := []string{envC, hdrC, bearerC, oauthC}
-	f := startFixtureServer(t, "http", "127.0.0.1:0", "--header-log", filepath.Join(t.TempDir(), "headers.log"))
+	f := startFixtureServer(t, "http", "127.0.0.1:0", "--header-log", filepath.Join(t.TempDir(), "headers.log"), "--decode-tool")
 	d := vaultDaemon(t, withPikodArgs("--log-level", "debug"))
 	var w wireLog
 	call := func(method string, params, out any) json.RawMessage {
@@ -526,8 +527,8 @@ func TestVaultCanary(t *testing.T) {
 		return w.result(t, d.socket, method, params, out)
 	}
 	configure := map[string]any{"extension": "mcp", "settings": json.RawMessage(mcpSettings(t,
-		stdioFixture("sx", "--print-env", "--name-env", "FX_TOKEN").with("readOnlyTools", []string{"env", "echo", "crash"}),
-		remoteFixture("hx", "http", f.url).with("readOnlyTools", []string{"echo"}),
+		stdioFixture("sx", "--print-env", "--name-env", "FX_TOKEN", "--decode-tool").with("readOnlyTools", []string{"env", "echo", "decode", "crash"}),
+		remoteFixture("hx", "http", f.url).with("readOnlyTools", []string{"echo", "decode"}),
 		remoteFixture("ox", "http", f.url).with("oauth", map[string]any{}),
 	))}
 	call(contracts.MethodConfigure, configure, nil)
@@ -571,7 +572,11 @@ func TestVaultCanary(t *testing.T) {
 		return res, raw
 	}
 
-	// Results: the stdio server's environment, and echoes of every value.
+	// Results: the stdio server's environment, and every value as a server
+	// answers it without the caller having sent it (decoded from base64:
+	// a value the caller sent itself comes back as sent, see
+	// TestOracleApprovalPassphrase). ox's OAuth client secret is long
+	// enough to be removed from hx's answers too.
 	res, raw := toolCall("sx", "env", nil)
 	if res.Status != contracts.CallCompleted || envOf(callText(t, res))["FX_TOKEN"] != redactedMark {
 		t.Errorf("env tool: %.500s, want FX_TOKEN=%s", raw, redactedMark)
@@ -583,20 +588,19 @@ func TestVaultCanary(t *testing.T) {
 		{"hx", bearerC},
 		{"hx", oauthC},
 	} {
-		res, raw := toolCall(c.server, "echo", map[string]string{"text": c.text})
+		res, raw := toolCall(c.server, "decode", map[string]string{"b64": base64.StdEncoding.EncodeToString([]byte(c.text))})
 		if res.Status != contracts.CallCompleted {
-			t.Errorf("echo on %s: %.500s", c.server, raw)
+			t.Errorf("decode on %s: %.500s", c.server, raw)
 		}
-		wantRedacted("echo on "+c.server, raw)
-		var sc struct{ Text string }
-		if err := json.Unmarshal(res.StructuredContent, &sc); err != nil || !strings.Contains(sc.Text, redactedMark) {
-			t.Errorf("echo on %s: structuredContent %s, want %s in text", c.server, res.StructuredContent, redactedMark)
+		wantRedacted("decode on "+c.server, raw)
+		if text := callText(t, res); !strings.Contains(text, redactedMark) {
+			t.Errorf("decode on %s: text %q, want %s in it", c.server, text, redactedMark)
 		}
 	}
 	// A result larger than the preview: the retained original is
 	// redacted too, and read back through source.read.
 	long := strings.Repeat("x", 40_000) + envC + strings.Repeat("y", 40_000)
-	res, raw = toolCall("sx", "echo", map[string]string{"text": long})
+	res, raw = toolCall("sx", "decode", map[string]string{"b64": base64.StdEncoding.EncodeToString([]byte(long))})
 	if !res.Truncated || res.OriginalResultSourceID == "" {
 		t.Fatalf("a long echo was not truncated: %.300s", raw)
 	}
@@ -612,13 +616,16 @@ func TestVaultCanary(t *testing.T) {
 	}
 	wantRedacted("the retained result", []byte(retained.String()))
 
-	// Errors whose message carries the value: an unknown tool named after it.
+	// An unknown tool named after a value: the error quotes the caller's
+	// own name as it sent it (redacted, it would say the name is a
+	// secret), so that answer is not among the frames checked below, and
+	// nothing of it is kept.
 	for _, c := range []struct{ server, tool string }{{"sx", envC}, {"hx", hdrC}, {"hx", oauthC}} {
-		_, we := w.call(t, d.socket, contracts.MethodMCPCall, contracts.CallParams{Server: c.server, Tool: c.tool})
-		if we == nil {
-			t.Fatalf("calling the tool named after a canary on %s succeeded", c.server)
+		var own wireLog
+		_, we := own.call(t, d.socket, contracts.MethodMCPCall, contracts.CallParams{Server: c.server, Tool: c.tool})
+		if we == nil || we.Reason() != "unknown_tool" || !strings.Contains(we.Message, strconv.Quote(c.tool)) {
+			t.Errorf("calling the tool named after a canary on %s: %v, want unknown_tool quoting the name as sent", c.server, we)
 		}
-		wantRedacted("unknown tool error on "+c.server, mustJSON(t, we))
 	}
 
 	// The crash path: the environment the server printed at start is in
@@ -653,10 +660,10 @@ func TestVaultCanary(t *testing.T) {
 		stdout, stderr, _ := runCtl(t, d, "", args...)
 		cliOut.WriteString(stdout + stderr)
 	}
-	stdout, stderr, _ := runCtl(t, d, string(mustJSON(t, map[string]string{"text": hdrC})), "mcp", "call", "hx", "echo")
+	stdout, stderr, _ := runCtl(t, d, string(mustJSON(t, map[string]string{"b64": base64.StdEncoding.EncodeToString([]byte(hdrC))})), "mcp", "call", "hx", "decode")
 	cliOut.WriteString(stdout + stderr)
 	if !strings.Contains(stdout, redactedMark) {
-		t.Errorf("pikoctl mcp call hx echo: %q, want %s", stdout, redactedMark)
+		t.Errorf("pikoctl mcp call hx decode: %q, want %s", stdout, redactedMark)
 	}
 
 	p := d.current()

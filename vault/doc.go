@@ -3,12 +3,33 @@
 // (macOS Keychain, a Linux Secret Service such as GNOME Keyring or KWallet,
 // or an encrypted file directory), the Secret type that redacts itself
 // wherever it is printed, marshalled or logged, and redaction: the
-// Redactor holds the set of known secret values (the daemon feeds it the
-// stored credentials and, for one request at a time, an approval
-// passphrase) and is the one place that finds them in JSON values and text
+// Redactor holds the set of known secret values, each under the server it
+// belongs to (the daemon feeds it the stored credentials and OAuth
+// values), and is the one place that finds them in JSON values and text
 // (redact.go). Everything else calls it: the socket's frames, results
 // before they are retained, errors, stderr lines, receipts and both log
 // outputs. Values shorter than MinRedactChars are not protected.
+//
+// Redaction must not be an oracle. Removing every value from every answer
+// would let a caller send guesses and see which come back removed. So an
+// answer is redacted through a View of the request it answers
+// (scope.go): what the caller sent is left alone (it knows it; found in
+// every spelling the Redactor finds, so "%34%39..." exempts the value it
+// spells), and an answer that carries one server's output is redacted of
+// that server's values, of values that belong to no server, and of other
+// servers' values of at least CrossServerChars characters. Why that is
+// enough for server A's values in server B's output: pikod gives B only
+// B's own credentials, the caller's arguments and the owner's answers, so
+// B can hold a value of A only if A and B share it (then it is B's too and
+// removed) or if something outside pikod gave it to B (a process running
+// as the owner reading A's environment or files: the caller could do that
+// itself, so removing it tells nothing new, but would make every B tool
+// that hands back caller-arranged text, such as a file the caller wrote,
+// a test of the caller's guesses against A's short values). A value long
+// enough cannot be guessed, so removing it everywhere costs nothing. What
+// pikod keeps from a server (stderr, logs, receipts) is redacted of every
+// value, with the Redactor itself. The approval passphrase is never a
+// redaction value: it never goes to a server.
 //
 // Backends are never chosen by falling through: Open asks keyring for
 // exactly one backend and checks what it got. "auto" picks the Keychain on

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 )
 
@@ -70,54 +72,49 @@ type Redactor struct {
 	m atomic.Pointer[matcher]
 
 	// mu guards the fields that follow and serialises rebuilds.
-	mu     sync.Mutex
-	stored []string
-	held   map[string]int // value -> holders
+	mu    sync.Mutex
+	owned map[string][]string // server ("" for none in particular) -> values
+	// added is when each value first entered the set (see View.Since).
+	added map[string]time.Time
 }
 
 // NewRedactor returns a Redactor with no secrets.
 func NewRedactor() *Redactor { return &Redactor{} }
 
-// SetValues replaces the stored secret values (the held ones stay).
+// SetValues replaces the stored secret values with values that belong to
+// no server in particular: they are removed from every output.
 func (r *Redactor) SetValues(values []string) {
+	r.SetOwned(map[string][]string{"": values})
+}
+
+// SetOwned replaces the stored secret values, each under the server whose
+// credential it is (a value two servers hold is under both; "" is no
+// server in particular). Who owns a value decides which replies it is
+// removed from (see View); Redactor.JSON and Text remove every value.
+func (r *Redactor) SetOwned(byServer map[string][]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stored = slices.Clone(values)
-	r.rebuildLocked()
-}
-
-// Hold adds v until release is called (once or more): a secret that is in
-// memory only while one request runs, such as an approval passphrase.
-func (r *Redactor) Hold(v string) (release func()) {
-	if r == nil || v == "" {
-		return func() {}
+	r.owned = make(map[string][]string, len(byServer))
+	now := time.Now()
+	if r.added == nil {
+		r.added = map[string]time.Time{}
 	}
-	r.mu.Lock()
-	if r.held == nil {
-		r.held = map[string]int{}
-	}
-	r.held[v]++
-	r.rebuildLocked()
-	r.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if r.held[v]--; r.held[v] <= 0 {
-				delete(r.held, v)
+	keep := map[string]bool{}
+	for srv, vs := range byServer {
+		r.owned[srv] = slices.Clone(vs)
+		for _, v := range vs {
+			keep[v] = true
+			if _, ok := r.added[v]; !ok {
+				r.added[v] = now
 			}
-			r.rebuildLocked()
-		})
+		}
 	}
-}
-
-func (r *Redactor) rebuildLocked() {
-	values := slices.Clone(r.stored)
-	for v := range r.held {
-		values = append(values, v)
+	for v := range r.added {
+		if !keep[v] {
+			delete(r.added, v)
+		}
 	}
-	r.m.Store(newMatcher(values))
+	r.m.Store(newMatcher(r.owned, r.added))
 }
 
 // JSON returns b (one JSON text, or one JSON log line) with every secret
@@ -128,17 +125,21 @@ func (r *Redactor) JSON(b []byte) []byte {
 	if r == nil {
 		return b
 	}
-	m := r.m.Load()
+	return r.m.Load().json(b, nil)
+}
+
+// json is JSON with the patterns sel allows.
+func (m *matcher) json(b []byte, sel *selection) []byte {
 	if m == nil || len(b) == 0 {
 		return b
 	}
-	lit := m.any(b)
+	lit := m.any(b, sel)
 	// No backslash and no '%': no escaped or encoded form can hide here,
 	// so only a literal occurrence needs the slow path.
 	if !lit && bytes.IndexByte(b, '\\') < 0 && bytes.IndexByte(b, '%') < 0 {
 		return b
 	}
-	return m.redactJSON(b, lit)
+	return m.redactJSON(b, lit, sel)
 }
 
 // Text returns s with every secret removed, for text that is not JSON
@@ -147,18 +148,22 @@ func (r *Redactor) Text(s string) string {
 	if r == nil {
 		return s
 	}
-	m := r.m.Load()
+	return r.m.Load().text(s, nil)
+}
+
+// text is Text with the patterns sel allows.
+func (m *matcher) text(s string, sel *selection) string {
 	if m == nil || s == "" {
 		return s
 	}
 	b := []byte(s)
-	if !m.any(b) && !hasEscapes(b) {
+	if !m.any(b, sel) && !hasEscapes(b) {
 		return s
 	}
-	if !m.detect(b) {
+	if !m.detect(b, sel) {
 		return s
 	}
-	out, changed := m.redactValue(b, nil)
+	out, changed := m.redactValue(b, nil, sel)
 	if !changed {
 		return s
 	}
@@ -188,40 +193,70 @@ func (rw redactingWriter) Write(p []byte) (int, error) {
 // the hash of every 4-byte window of every pattern says where one may
 // be, and grams confirms it.
 type matcher struct {
-	pats   [][]byte
-	stride int
-	bits   [1 << 10]uint64
-	grams  map[uint32][]gram
+	pats [][]byte
+	// patVals gives, for each pattern, the values it is a spelling of
+	// (indexes into vals).
+	patVals [][]int
+	vals    []value
+	stride  int
+	bits    [1 << 10]uint64
+	grams   map[uint32][]gram
 	// brackets is set when a pattern holds '[' or ']': only then can a
 	// replacement by Redacted complete a new occurrence.
 	brackets bool
 }
 
+// value is one secret value of the set.
+type value struct {
+	v      string
+	owners []string // servers it belongs to; "" is none in particular
+	added  time.Time
+}
+
 // gram is one 4-byte window of a pattern: which pattern, at which offset.
 type gram struct{ pat, off int }
 
-func newMatcher(values []string) *matcher {
+func newMatcher(owned map[string][]string, added map[string]time.Time) *matcher {
 	m := &matcher{grams: map[uint32][]gram{}}
-	seen := map[string]bool{}
+	byValue := map[string]int{}
+	servers := slices.Sorted(maps.Keys(owned))
+	for _, srv := range servers {
+		for _, v := range owned[srv] {
+			i, ok := byValue[v]
+			if !ok {
+				i = len(m.vals)
+				byValue[v] = i
+				m.vals = append(m.vals, value{v: v, added: added[v]})
+			}
+			if !slices.Contains(m.vals[i].owners, srv) {
+				m.vals[i].owners = append(m.vals[i].owners, srv)
+			}
+		}
+	}
+	seen := map[string]int{}
 	minLen := 0
-	add := func(p string) {
-		if seen[p] {
+	add := func(p string, val int) {
+		if i, ok := seen[p]; ok {
+			if !slices.Contains(m.patVals[i], val) {
+				m.patVals[i] = append(m.patVals[i], val)
+			}
 			return
 		}
-		seen[p] = true
+		seen[p] = len(m.pats)
 		if minLen == 0 || len(p) < minLen {
 			minLen = len(p)
 		}
 		m.pats = append(m.pats, []byte(p))
+		m.patVals = append(m.patVals, []int{val})
 		if strings.ContainsAny(p, "[]") {
 			m.brackets = true
 		}
 	}
-	for _, v := range values {
-		for _, f := range spellings(v) {
-			add(f)
+	for i, v := range m.vals {
+		for _, f := range spellings(v.v) {
+			add(f, i)
 			if strings.Contains(f, " ") {
-				add(strings.ReplaceAll(f, " ", "+")) // form encoding
+				add(strings.ReplaceAll(f, " ", "+"), i) // form encoding
 			}
 		}
 	}
@@ -265,17 +300,27 @@ func spellings(v string) []string {
 	return out
 }
 
-// any reports whether b contains a pattern.
-func (m *matcher) any(b []byte) bool {
+// any reports whether b contains a pattern sel allows.
+func (m *matcher) any(b []byte, sel *selection) bool {
 	found := false
-	m.find(b, func(int, int) bool { found = true; return false })
+	m.find(b, sel, func(int, int) bool { found = true; return false })
 	return found
 }
 
 // find calls fn with the [start, end) of every occurrence of every pattern
 // in b, overlapping ones included (some more than once), until fn returns
-// false.
-func (m *matcher) find(b []byte, fn func(start, end int) bool) {
+// false. Patterns sel does not allow are skipped (a nil sel allows all).
+func (m *matcher) find(b []byte, sel *selection, fn func(start, end int) bool) {
+	m.findPat(b, func(pat, start, end int) bool {
+		if sel != nil && !sel.allow[pat] {
+			return true
+		}
+		return fn(start, end)
+	})
+}
+
+// findPat is find with the pattern of each occurrence, and no selection.
+func (m *matcher) findPat(b []byte, fn func(pat, start, end int) bool) {
 	for i := 0; i+4 <= len(b); i += m.stride {
 		k := binary.LittleEndian.Uint32(b[i:])
 		h := hash4(k)
@@ -285,7 +330,7 @@ func (m *matcher) find(b []byte, fn func(start, end int) bool) {
 		for _, g := range m.grams[k] {
 			start := i - g.off
 			pat := m.pats[g.pat]
-			if start >= 0 && bytes.HasPrefix(b[start:], pat) && !fn(start, start+len(pat)) {
+			if start >= 0 && bytes.HasPrefix(b[start:], pat) && !fn(g.pat, start, start+len(pat)) {
 				return
 			}
 		}
@@ -300,14 +345,14 @@ func hasEscapes(b []byte) bool {
 
 // detect reports whether a secret occurs in text (a decoded string) or in
 // one of its levels, without building any map.
-func (m *matcher) detect(text []byte) bool {
+func (m *matcher) detect(text []byte, sel *selection) bool {
 	cur := text
-	if m.any(cur) {
+	if m.any(cur, sel) {
 		return true
 	}
 	for lvl := 0; lvl < maxLevels && hasEscapes(cur); lvl++ {
 		cur, _, _ = decodeLevel(cur, false)
-		if m.any(cur) {
+		if m.any(cur, sel) {
 			return true
 		}
 	}
@@ -316,7 +361,7 @@ func (m *matcher) detect(text []byte) bool {
 
 // redactJSON is JSON's slow path. lit says whether a pattern occurs
 // anywhere in b.
-func (m *matcher) redactJSON(b []byte, lit bool) []byte {
+func (m *matcher) redactJSON(b []byte, lit bool, sel *selection) []byte {
 	var out []byte
 	last := 0
 	for i := 0; i < len(b); {
@@ -329,7 +374,7 @@ func (m *matcher) redactJSON(b []byte, lit bool) []byte {
 		if end < 0 {
 			// Not JSON: an unterminated string. What follows is text.
 			rest := b[start:]
-			if red, changed := m.redactValue(rest, nil); changed {
+			if red, changed := m.redactValue(rest, nil, sel); changed {
 				out = append(out, b[last:start]...)
 				out = append(out, red...)
 				last = len(b)
@@ -337,7 +382,7 @@ func (m *matcher) redactJSON(b []byte, lit bool) []byte {
 			break
 		}
 		raw := b[start+1 : end]
-		if red, changed := m.redactString(raw, lit); changed {
+		if red, changed := m.redactString(raw, lit, sel); changed {
 			out = append(out, b[last:start+1]...)
 			out = append(out, red...)
 			last = end
@@ -349,8 +394,8 @@ func (m *matcher) redactJSON(b []byte, lit bool) []byte {
 		res = append(out, b[last:]...)
 	}
 	// A pattern left outside strings is in a number, or b is not JSON.
-	if lit && m.any(res) && !json.Valid(b) {
-		if red, changed := m.redactValue(b, nil); changed {
+	if lit && m.any(res, sel) && !json.Valid(b) {
+		if red, changed := m.redactValue(b, nil, sel); changed {
 			return red
 		}
 	}
@@ -373,43 +418,46 @@ func stringEnd(b []byte, i int) int {
 
 // redactString redacts the content of one JSON string (raw, without its
 // quotes) and returns its new raw content when it changed.
-func (m *matcher) redactString(raw []byte, lit bool) ([]byte, bool) {
+func (m *matcher) redactString(raw []byte, lit bool, sel *selection) ([]byte, bool) {
 	esc := bytes.IndexByte(raw, '\\') >= 0
 	if !lit && !esc && bytes.IndexByte(raw, '%') < 0 {
 		return nil, false
 	}
-	hit := lit && m.any(raw)
+	hit := lit && m.any(raw, sel)
 	if !hit {
 		val := raw
 		if esc {
 			val, _, _ = unquote(raw, false)
 		}
-		hit = m.detect(val)
+		hit = m.detect(val, sel)
 	}
 	if !hit {
 		return nil, false
 	}
 	val, lo, hi := unquote(raw, true)
-	return m.redactValue(val, &view{b: raw, lo: lo, hi: hi})
+	return m.redactValue(val, &view{b: raw, lo: lo, hi: hi}, sel)
 }
 
 // redactValue replaces every occurrence in val, found in val itself, in
 // its levels and in enc (its JSON text, when it has one), and re-checks
 // the result. With enc set it returns the new JSON text of the string;
 // without, the new text.
-func (m *matcher) redactValue(val []byte, enc *view) ([]byte, bool) {
+func (m *matcher) redactValue(val []byte, enc *view, sel *selection) ([]byte, bool) {
 	changed := false
 	for round := 0; ; round++ {
-		spans := m.spans(val, enc)
+		spans := m.spans(val, enc, sel)
 		if len(spans) == 0 {
 			break
 		}
 		changed = true
 		if round == maxRounds {
 			val = []byte(Redacted)
+			sel.count(1)
 			break
 		}
-		val = replaceSpans(val, spans)
+		var n int
+		val, n = replaceSpans(val, spans)
+		sel.count(n)
 		if enc != nil {
 			b, lo, hi := encodeString(val, true)
 			enc = &view{b: b, lo: lo, hi: hi}
@@ -448,10 +496,10 @@ func (v *view) base(i, j int) (int, int) {
 
 // spans returns the base ranges of every occurrence in val, its levels
 // and enc.
-func (m *matcher) spans(val []byte, enc *view) [][2]int {
+func (m *matcher) spans(val []byte, enc *view, sel *selection) [][2]int {
 	var spans [][2]int
 	collect := func(v *view) {
-		m.find(v.b, func(i, j int) bool {
+		m.find(v.b, sel, func(i, j int) bool {
 			s, e := v.base(i, j)
 			spans = append(spans, [2]int{s, e})
 			return true
@@ -477,11 +525,12 @@ func (m *matcher) spans(val []byte, enc *view) [][2]int {
 	return spans
 }
 
-// replaceSpans replaces each merged span of b with Redacted.
-func replaceSpans(b []byte, spans [][2]int) []byte {
+// replaceSpans replaces each merged span of b with Redacted and says how
+// many it replaced.
+func replaceSpans(b []byte, spans [][2]int) ([]byte, int) {
 	slices.SortFunc(spans, func(x, y [2]int) int { return x[0] - y[0] })
 	out := make([]byte, 0, len(b))
-	last := 0
+	last, n := 0, 0
 	for i := 0; i < len(spans); {
 		start, end := spans[i][0], spans[i][1]
 		for i++; i < len(spans) && spans[i][0] < end; i++ {
@@ -493,8 +542,9 @@ func replaceSpans(b []byte, spans [][2]int) []byte {
 		out = append(out, b[last:start]...)
 		out = append(out, Redacted...)
 		last = end
+		n++
 	}
-	return append(out, b[last:]...)
+	return append(out, b[last:]...), n
 }
 
 // unquote decodes the content of a JSON string. With withMap, lo and hi

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -157,25 +158,62 @@ func TestRedactBrackets(t *testing.T) {
 	}
 }
 
-func TestRedactHold(t *testing.T) {
-	r := newTestRedactor("stored-value-1")
-	in := []byte(`"stored-value-1 held-passphrase"`)
-	release := r.Hold("held-passphrase")
-	if got := string(r.JSON(in)); got != `"[REDACTED] [REDACTED]"` {
-		t.Errorf("while held: %s", got)
+// TestRedactView plays a caller that sends guesses and reads the answers:
+// a value it sent comes back as it sent it, in whatever spelling, and a
+// reply narrowed to one server is not redacted of another's short value,
+// so the answers for the right and the wrong guesses are alike.
+func TestRedactView(t *testing.T) {
+	r := NewRedactor()
+	long := "a-long-token-of-server-a-0123456789"
+	r.SetOwned(map[string][]string{"a": {"493817", long}, "b": {"b-secret-value"}, "": {"nobody-s-value"}})
+	for _, tc := range []struct {
+		name, params, server, in, want string
+	}{
+		{"sent, global", `{"text":"493817"}`, "", `"echo 493817"`, `"echo 493817"`},
+		{"sent escaped", `{"text":"\u0034\u0039\u0033817"}`, "", `"echo 493817"`, `"echo 493817"`},
+		{"sent percent-encoded", `{"text":"%34%39%33817"}`, "", `"echo 493817"`, `"echo 493817"`},
+		{"sent as a number", `{"n":493817}`, "", `"echo 493817"`, `"echo 493817"`},
+		{"not sent, global", `{"text":"x"}`, "", `"echo 493817"`, `"echo [REDACTED]"`},
+		{"other server's short value", `{"text":"x"}`, "b", `"493817"`, `"493817"`},
+		{"other server's long value", `{"text":"x"}`, "b", `"` + long + `"`, `"[REDACTED]"`},
+		{"own value", `{"text":"x"}`, "b", `"b-secret-value"`, `"[REDACTED]"`},
+		{"own value, sent", `{"text":"b-secret-value"}`, "b", `"b-secret-value"`, `"b-secret-value"`},
+		{"nobody's value", `{}`, "b", `"nobody-s-value"`, `"[REDACTED]"`},
+	} {
+		v := r.View([]byte(tc.params))
+		if tc.server != "" {
+			v.Narrow(tc.server)
+		}
+		if got := string(v.JSON([]byte(tc.in))); got != tc.want {
+			t.Errorf("%s: View(%s).JSON(%s) = %s, want %s", tc.name, tc.params, tc.in, got, tc.want)
+		}
 	}
-	r.Hold("held-passphrase")() // another holder comes and goes
-	if got := string(r.JSON(in)); got != `"[REDACTED] [REDACTED]"` {
-		t.Errorf("after a second holder left: %s", got)
+	// The Redactor's own output (logs, stderr, receipts) still removes
+	// every value.
+	if got := r.Text("493817 b-secret-value"); got != "[REDACTED] [REDACTED]" {
+		t.Errorf("Text = %q", got)
 	}
-	release()
-	release()
-	if got := string(r.JSON(in)); got != `"[REDACTED] held-passphrase"` {
-		t.Errorf("after release: %s", got)
+	v := r.View(nil)
+	v.JSON([]byte(`["493817","b-secret-value"]`))
+	v.Text("nobody-s-value")
+	if n := v.Redactions(); n != 3 {
+		t.Errorf("Redactions = %d, want 3", n)
 	}
-	r.SetValues(nil)
-	if got := string(r.JSON(in)); got != string(in) {
-		t.Errorf("after clearing: %s", got)
+	// A value set after Since is removed; one set before is not.
+	v = r.View(nil)
+	v.Since(time.Now())
+	r.SetOwned(map[string][]string{"a": {"493817", "new-value-1"}})
+	if got := v.Text("493817 new-value-1"); got != "493817 [REDACTED]" {
+		t.Errorf("Since: %q", got)
+	}
+}
+
+// TestRedactNoPassphrase: the Redactor has no way to hold a value for one
+// request any more; a passphrase never goes to a server, so nothing needs
+// to remove it, and removing it would tell a caller when it guessed it.
+func TestRedactNoPassphrase(t *testing.T) {
+	if _, ok := any(NewRedactor()).(interface{ Hold(string) func() }); ok {
+		t.Fatal("Redactor.Hold is back")
 	}
 }
 

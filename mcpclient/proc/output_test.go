@@ -111,12 +111,16 @@ func TestStderrTailLines(t *testing.T) {
 		{"one line", 16, []string{"abc\n"}, "abc\n"},
 		{"the ring keeps the end", 8, []string{"abcdef\n", "ghij\n"}, "ef\nghij\n"},
 		{"a line in pieces", 64, []string{"ab", "c\nde", "f\n"}, "abc\ndef\n"},
-		{"a line still being written shows", 64, []string{"done\nhalf"}, "done\nhalf"},
+		// A line still being written is held: it may end in the start of
+		// a secret ("secret-value" of 18 characters, 12 written so far).
+		{"a line still being written is held", 64, []string{"done\nhalf"}, "done\n"},
+		{"a secret being written is held", 64, []string{"done\nkey=secret-value"}, "done\n"},
+		{"the held line ends", 64, []string{"done\nkey=secret-value", "-18chr\n"}, "done\nkey=[REDACTED]\n"},
 		// A secret split across writes is redacted as one line, and the
 		// ring's cap then cuts only redacted text.
 		{"secret across writes", 64, []string{"key=secret-val", "ue-18chr end\n"}, "key=[REDACTED] end\n"},
 		{"secret at the cap", 20, []string{"xxxxxxxxxx secret-value-18chr\n"}, "xxxxxxxx [REDACTED]\n"},
-		{"pending secret", 64, []string{"a secret-value-18chr"}, "a [REDACTED]"},
+		{"pending secret", 64, []string{"a secret-value-18chr"}, ""},
 	}
 	for _, tt := range tests {
 		tail := newStderrTail(tt.size, redact)

@@ -13,8 +13,10 @@ const stderrCutMargin = 4 << 10
 // stderrTail keeps the end of a server's stderr. Text enters it one line
 // at a time, each line redacted whole first, so the ring never holds an
 // unredacted fragment: its cap cuts only lines that were redacted before
-// they came in. A line still being written is kept apart and shown
-// redacted. An overlong line is bounded at 2*(size+stderrCutMargin)
+// they came in. A line still being written is kept apart and held: it
+// may end in the first characters of a secret, which redaction cannot
+// recognise yet, so only what lies more than stderrCutMargin bytes before
+// its end is shown (redacted), marked with "…" where the rest is held. An overlong line is bounded at 2*(size+stderrCutMargin)
 // bytes: then it is redacted whole and only the end of the redacted text
 // is kept, so the cut falls in redacted text. A secret that straddles the
 // cut lay whole in what was redacted (it is shorter than
@@ -72,8 +74,13 @@ func (t *stderrTail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := append([]byte(nil), t.ring...)
-	if len(t.pending) > 0 {
-		out = append(out, t.redactedPending()...)
+	if len(t.pending) > stderrCutMargin {
+		line := t.redactedPending()
+		end := max(0, len(line)-stderrCutMargin)
+		for end > 0 && !utf8.RuneStart(line[end]) {
+			end--
+		}
+		out = append(append(out, line[:end]...), "…"...)
 	}
 	if len(out) > t.size {
 		out = out[len(out)-t.size:]
