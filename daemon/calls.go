@@ -169,7 +169,8 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
 	}
 	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args,
-		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound, Quiet: ex.kind == contracts.ReceiptRead})
+		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound, Quiet: ex.kind == contracts.ReceiptRead,
+		Redact: view.Text})
 	if err != nil && ex.bound != nil && ex.actionID != "" && contracts.ToError(err).Reason() == "definition_changed" {
 		return d.staleAtDispatch(ex, err)
 	}

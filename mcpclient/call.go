@@ -66,6 +66,12 @@ type CallRequest struct {
 	// validated them against that very definition's input schema, so Call
 	// does not repeat the work. Any other value (or "") makes Call check.
 	ValidatedDigest string
+	// Redact, when set, redacts the server's error message for the answer
+	// to this call instead of Options.Redact: the daemon's view of the
+	// request, which leaves what the caller itself sent as sent, so that
+	// an error echoing the caller's arguments is no test of a guess
+	// against a stored secret.
+	Redact func(string) string
 	// Quiet logs a call that ends with a result at debug instead of info
 	// (read-only calls, which the daemon logs at debug too); failures are
 	// logged at info either way.
@@ -252,7 +258,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 					what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
 					"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
 			default:
-				err = s.requestError(sess, c, what, ans.err)
+				err = s.requestErrorRedacted(sess, c, what, ans.err, req.Redact)
 			}
 			log.Info().Err(err).Dur("elapsed", time.Since(start)).Msg("tool call ended without a result")
 			return nil, err

@@ -448,11 +448,21 @@ func catalogResult(id string, cat *Catalog) contracts.CatalogResult {
 // the server, only the server's own error answer is a definite failure:
 // anything else leaves the outcome unknown.
 func (s *Supervisor) requestError(sess *session, c *conn, what string, err error) error {
+	return s.requestErrorRedacted(sess, c, what, err, nil)
+}
+
+// requestErrorRedacted is requestError whose server error message is
+// redacted with redact (nil: Options.Redact).
+func (s *Supervisor) requestErrorRedacted(sess *session, c *conn, what string, err error, redact func(string) string) error {
 	if ar, ok := asAuthRequired(err); ok {
 		return s.authRefused(sess, what, ar, notSentRequest(err))
 	}
 	if u, ok := isUpstream(err); ok {
-		return &upstreamErr{what: what, code: u.Code, message: s.clean(u.Message, 1000)}
+		msg := s.clean(u.Message, 1000)
+		if redact != nil {
+			msg = contracts.SafeText(redact(u.Message), contracts.OneLine, 1000)
+		}
+		return &upstreamErr{what: what, code: u.Code, message: msg}
 	}
 	if errors.Is(err, transport.ErrSessionTerminated) {
 		// The server answered 404 for the session: it did not run the

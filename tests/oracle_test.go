@@ -324,3 +324,38 @@ func TestRedactionProbeWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestOracleServerErrorEchoes: a server whose error message quotes the
+// caller's argument (a validation error) was a test bench: the message was
+// redacted with every stored value, so the right guess of the server's own
+// PIN came back [REDACTED]. The error is now redacted through the view of
+// the request: what the caller sent comes back as sent, right guess or
+// wrong.
+func TestOracleServerErrorEchoes(t *testing.T) {
+	t.Parallel()
+	d := vaultDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("a", "--leak-env", "FX_PIN").with("readOnlyTools", []string{"leak-error", "error-echo"})))
+	pin := fmt.Sprintf("%06d", mathrand.IntN(1000000))
+	storeSecret(t, d, "a", map[string]any{"env": map[string]string{"FX_PIN": pin}})
+	connectServer(t, d, "a")
+	cands := candidates(t, pin, 10000, 99)
+	var probes []*probe
+	for _, b := range batches(cands, 100) {
+		probes = append(probes, &probe{method: contracts.MethodMCPCall, params: contracts.CallParams{Server: "a", Tool: "error-echo",
+			Arguments: mustJSON(t, map[string]string{"text": strings.Join(b, " ")})}})
+	}
+	runProbes(t, d, probes)
+	for i, p := range probes {
+		if strings.Contains(p.reply, redactedMark) {
+			t.Errorf("a's error answer %d holds %s: %.300s", i, redactedMark, p.reply)
+		}
+		if batch := strings.Join(batches(cands, 100)[i], " "); !strings.Contains(p.reply, batch) {
+			t.Errorf("a's error answer %d does not quote the batch as sent: %.300s", i, p.reply)
+		}
+	}
+	// What the server says of its own accord is still redacted.
+	res := callTool(t, d, "a", "leak-error", `{"pad":0}`)
+	if msg := fmt.Sprintf("%+v", res.Error); res.Error == nil || strings.Contains(msg, pin) {
+		t.Errorf("a's leak-error: %s, want its value redacted", msg)
+	}
+}
