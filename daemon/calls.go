@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pikod/pikod/approvals"
@@ -224,8 +226,9 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		Caller: ex.caller,
 	}
 	if res.Error != nil {
-		rec.Error = kept.Text(res.Error.Message)
+		rec.Error = kept.Text(maskSent(res.Error.Message, ex.args))
 	}
+	reason = maskSent(reason, ex.args)
 	if ex.kind == contracts.ReceiptRead {
 		rec = d.ledger.AddReceiptAsync(rec)
 	} else {
@@ -563,4 +566,51 @@ func (d *daemon) failedEnd(err error, res *contracts.CallResult, view *vault.Vie
 		res.Status = contracts.CallFailed
 		return contracts.ActionFailed, msg
 	}
+}
+
+// maskSent replaces, in text that pikod keeps and shows to every client
+// (a receipt's error, an action's reason), every string the caller sent
+// in the call's arguments (whole, and each of its words) with
+// "[argument]". An error that quotes the caller's argument would
+// otherwise show [REDACTED] exactly when that argument equals a stored
+// secret: kept text is redacted of every value, and a receipt is no
+// place for the caller's guess either way.
+func maskSent(text string, args []byte) string {
+	if text == "" || len(args) == 0 {
+		return text
+	}
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		return text
+	}
+	var sent []string
+	var walk func(any)
+	walk = func(x any) {
+		switch t := x.(type) {
+		case string:
+			if len(t) >= vault.MinRedactChars {
+				sent = append(sent, t)
+			}
+			for _, w := range strings.Fields(t) {
+				if len(w) >= vault.MinRedactChars && w != t {
+					sent = append(sent, w)
+				}
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	// Longest first, so a word never splits a whole string's mask.
+	slices.SortFunc(sent, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range sent {
+		text = strings.ReplaceAll(text, s, "[argument]")
+	}
+	return text
 }

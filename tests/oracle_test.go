@@ -353,6 +353,19 @@ func TestOracleServerErrorEchoes(t *testing.T) {
 			t.Errorf("a's error answer %d does not quote the batch as sent: %.300s", i, p.reply)
 		}
 	}
+	// The receipts, listed to every client, quote no argument either: the
+	// right guess and the wrong ones leave the same record.
+	var recs contracts.ReceiptsResult
+	d.callInto(t, contracts.MethodMCPReceipts, contracts.ReceiptsParams{Server: "a", Limit: 1000}, &recs)
+	if len(recs.Receipts) < len(probes) {
+		t.Fatalf("%d receipts for %d calls", len(recs.Receipts), len(probes))
+	}
+	for _, r := range recs.Receipts {
+		if strings.Contains(r.Error, redactedMark) || !strings.Contains(r.Error, "[argument]") {
+			t.Errorf("a receipt's error tells the guess apart: %.200s", r.Error)
+			break
+		}
+	}
 	// What the server says of its own accord is still redacted.
 	res := callTool(t, d, "a", "leak-error", `{"pad":0}`)
 	if msg := fmt.Sprintf("%+v", res.Error); res.Error == nil || strings.Contains(msg, pin) {
