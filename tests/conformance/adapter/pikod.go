@@ -393,7 +393,9 @@ func (in *instance) respond(ctx context.Context, id string) (result, error) {
 	// The answers, each typed once its prompt is on the screen.
 	steps := []struct{ prompt, typed string }{{"(a/d/c): ", "a"}}
 	for _, f := range fields {
-		steps = append(steps, struct{ prompt, typed string }{"\n" + f + ": ", ""})
+		// Each of the server's fields is asked inside its frame,
+		// "SERVER │ NAME: ".
+		steps = append(steps, struct{ prompt, typed string }{"│ " + f + ": ", ""})
 	}
 	done := false
 	for _, st := range steps {
