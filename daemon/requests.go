@@ -107,11 +107,14 @@ func (d *daemon) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (
 		q.pending = map[string]*pendingRequest{}
 	}
 	q.pending[p.info.ID] = p
+	// A proposal may change p.info as soon as it is pending: what follows
+	// works on this copy.
+	info := p.info
 	q.mu.Unlock()
-	d.log.Info().Str("server", r.Server).Str("method", r.Method).Str("request", p.info.ID).Str("tool", r.Tool).Msg("server request waits for the owner")
-	d.requestEvent(p.info)
+	d.log.Info().Str("server", r.Server).Str("method", r.Method).Str("request", info.ID).Str("tool", r.Tool).Msg("server request waits for the owner")
+	d.requestEvent(info)
 	if r.Asking != nil {
-		r.Asking(p.info.ID, fmt.Sprintf("the server asks: %s — answer with `pikoctl mcp respond %s`", clipText(p.info.Message, 200), p.info.ID))
+		r.Asking(info.ID, fmt.Sprintf("the server asks: %s — answer with `pikoctl mcp respond %s`", clipText(info.Message, 200), info.ID))
 	}
 
 	timer := time.NewTimer(limit)
@@ -130,8 +133,11 @@ func (d *daemon) serverRequest(ctx context.Context, r mcpclient.ServerRequest) (
 		dec := <-p.answer
 		return dec.result, dec.err
 	}
-	d.log.Info().Str("server", r.Server).Str("request", p.info.ID).Str("reason", why).Msg("server request expired")
-	d.requestEvent(p.info)
+	q.mu.Lock()
+	info = p.info
+	q.mu.Unlock()
+	d.log.Info().Str("server", r.Server).Str("request", info.ID).Str("reason", why).Msg("server request expired")
+	d.requestEvent(info)
 	return nil, &mcpclient.RequestError{Code: mcp.REQUEST_INTERRUPTED, Message: r.Method + ": expired: " + why}
 }
 
