@@ -239,18 +239,9 @@ func (p *jsonParser) object() (*jsonNode, error) {
 		}
 		if len(n.members) > 0 {
 			// After a member: a comma, then another member (or, in JSONC, the end).
-			if p.pos >= len(p.src) || p.src[p.pos] != ',' {
-				return nil, p.errf("unexpected %s: a comma or } was expected", p.what())
-			}
-			p.pos++
-			if err := p.space(); err != nil {
+			if ended, err := p.separator('}'); err != nil {
 				return nil, err
-			}
-			if p.pos < len(p.src) && p.src[p.pos] == '}' {
-				if !p.jsonc {
-					return nil, p.errf("a trailing comma before }: this file is plain JSON, which allows none")
-				}
-				p.pos++
+			} else if ended {
 				n.end = p.pos
 				return n, nil
 			}
@@ -298,18 +289,9 @@ func (p *jsonParser) array() (*jsonNode, error) {
 			return n, nil
 		}
 		if count > 0 {
-			if p.pos >= len(p.src) || p.src[p.pos] != ',' {
-				return nil, p.errf("unexpected %s: a comma or ] was expected", p.what())
-			}
-			p.pos++
-			if err := p.space(); err != nil {
+			if ended, err := p.separator(']'); err != nil {
 				return nil, err
-			}
-			if p.pos < len(p.src) && p.src[p.pos] == ']' {
-				if !p.jsonc {
-					return nil, p.errf("a trailing comma before ]: this file is plain JSON, which allows none")
-				}
-				p.pos++
+			} else if ended {
 				n.end = p.pos
 				return n, nil
 			}
@@ -1340,4 +1322,25 @@ func fileDiff(oldText, newText []byte, hide []string) string {
 		k = to
 	}
 	return out.String()
+}
+
+// separator reads the comma after a member or element of a container
+// closed by close, and the space after it; ended reports a trailing comma
+// followed by close (JSONC only), which it consumes.
+func (p *jsonParser) separator(close byte) (ended bool, err error) {
+	if p.pos >= len(p.src) || p.src[p.pos] != ',' {
+		return false, p.errf("unexpected %s: a comma or %c was expected", p.what(), close)
+	}
+	p.pos++
+	if err := p.space(); err != nil {
+		return false, err
+	}
+	if p.pos < len(p.src) && p.src[p.pos] == close {
+		if !p.jsonc {
+			return false, p.errf("a trailing comma before %c: this file is plain JSON, which allows none", close)
+		}
+		p.pos++
+		return true, nil
+	}
+	return false, nil
 }
