@@ -31,6 +31,11 @@ type ConfigureResult struct {
 	Changed      []string `json:"changed"`
 	Removed      []string `json:"removed"`
 	Disconnected []string `json:"disconnected"`
+	// Live lists the changed servers whose change (grants, timeouts,
+	// roots: see ServerSettings.ConnectionDigest) applied to their live
+	// connection without restarting them; their prepared actions stay
+	// approvable while the tool stays selected.
+	Live []string `json:"live"`
 	// Widened lists everything the new settings open up: tools that now
 	// run without approval, sampling or elicitation switched on, granted
 	// servers that now run another program, an artifactDirectory added or

@@ -65,6 +65,41 @@ func (s *ServerSettings) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ConnectionDigest is the digest of what decides how the server is started
+// or reached and what pikod declared to it: every setting but its roots and
+// the policy pikod itself enforces (tools, readOnlyTools, autonomousTools,
+// timeoutMs). A saved change that keeps it keeps the live connection: the
+// policy applies at once, without restarting the server.
+func (s *ServerSettings) ConnectionDigest() string {
+	c := s.canonical()
+	c.Roots = nil
+	c.clearPolicy()
+	sum := sha256.Sum256(marshalCanonical(c))
+	return hex.EncodeToString(sum[:])
+}
+
+// ApprovalDigest is the settings fingerprint an approval of a call of tool
+// binds to: every setting but pikod's live policy, and whether tool is
+// still selected. Granting or revoking other tools, granting this one, or
+// a new timeout keeps the prepared actions; deselecting the tool, or any
+// change to how the server is started or reached, what it was declared or
+// its roots, makes them stale.
+func (s *ServerSettings) ApprovalDigest(tool string) string {
+	c := s.canonical()
+	selected := c.Tools == nil || slices.Contains(*c.Tools, tool)
+	c.clearPolicy()
+	sum := sha256.Sum256(marshalCanonical(struct {
+		Settings ServerSettings `json:"settings"`
+		Selected bool           `json:"selected"`
+	}{c, selected}))
+	return hex.EncodeToString(sum[:])
+}
+
+// clearPolicy zeroes the settings pikod applies to a live connection.
+func (s *ServerSettings) clearPolicy() {
+	s.Tools, s.ReadOnlyTools, s.AutonomousTools, s.TimeoutMs = nil, nil, nil, 0
+}
+
 // canonical returns a copy whose JSON form parses back to the same value: an
 // explicit empty tools list must stay [] rather than become null.
 func (s *ServerSettings) canonical() ServerSettings {

@@ -124,7 +124,7 @@ func (d *daemon) fingerprints(server string, t contracts.CatalogTool) (contracts
 		return contracts.Fingerprints{}, contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", server)
 	}
 	return contracts.Fingerprints{
-		Settings:             cfg.Digest(),
+		Settings:             cfg.ApprovalDigest(t.OriginalName),
 		CredentialGeneration: d.creds.generation(server),
 		ConnectionGeneration: d.sup.Generation(server),
 		Tool:                 t.Digest,
@@ -373,7 +373,7 @@ func (d *daemon) currentFingerprints(ctx context.Context, server, tool string, w
 	if !ok {
 		return contracts.Fingerprints{}
 	}
-	fp := contracts.Fingerprints{Settings: cfg.Digest(), CredentialGeneration: d.creds.generation(server)}
+	fp := contracts.Fingerprints{Settings: cfg.ApprovalDigest(tool), CredentialGeneration: d.creds.generation(server)}
 	gen, t, found, err := d.sup.LiveTool(ctx, server, tool, wait)
 	if err != nil {
 		return fp

@@ -203,9 +203,14 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 	if err := d.creds.loadOAuth(next.Servers); err != nil {
 		d.log.Error().Err(err).Msg("reading stored OAuth grants")
 	}
-	if disc := d.sup.Apply(next.Servers); len(disc) > 0 {
-		slices.Sort(disc)
-		res.Disconnected = disc
+	applied := d.sup.Apply(next.Servers)
+	if len(applied.Disconnected) > 0 {
+		slices.Sort(applied.Disconnected)
+		res.Disconnected = applied.Disconnected
+	}
+	if len(applied.Live) > 0 {
+		slices.Sort(applied.Live)
+		res.Live = applied.Live
 	}
 	d.log.Info().Uint64("revision", rec.Revision).Strs("added", res.Added).Strs("changed", res.Changed).
 		Strs("removed", res.Removed).Msg("mcp settings saved")
@@ -218,7 +223,7 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 // diffSettings names the servers added, changed and removed between two
 // settings, comparing each entry's digest.
 func diffSettings(prev, next *contracts.MCPSettings) contracts.ConfigureResult {
-	res := contracts.ConfigureResult{Added: []string{}, Changed: []string{}, Removed: []string{}, Disconnected: []string{}, Widened: []string{}}
+	res := contracts.ConfigureResult{Added: []string{}, Changed: []string{}, Removed: []string{}, Disconnected: []string{}, Live: []string{}, Widened: []string{}}
 	old := map[string]string{}
 	for i := range prev.Servers {
 		old[prev.Servers[i].ID] = prev.Servers[i].Digest()

@@ -307,7 +307,7 @@ func (d *daemon) prepareCancel(ctx context.Context, p contracts.TasksParams, cal
 	} else {
 		desc += " (a task pikod has no record of)"
 	}
-	fp := contracts.Fingerprints{Settings: cfg.Digest(), CredentialGeneration: d.creds.generation(p.Server), ConnectionGeneration: gen}
+	fp := contracts.Fingerprints{Settings: cfg.ApprovalDigest(methodTasksCancel), CredentialGeneration: d.creds.generation(p.Server), ConnectionGeneration: gen}
 	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCancel, p.Server, methodTasksCancel, args, d.red.Text(desc), fp, caller)
 	if err != nil {
 		return nil, err

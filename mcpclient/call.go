@@ -24,7 +24,9 @@ const maxHardTimeout = time.Hour
 // call must go to.
 type Binding struct {
 	ConnectionGeneration uint64
-	SettingsDigest       string
+	// SettingsDigest is the server's settings' approval digest for the
+	// call (contracts.ServerSettings.ApprovalDigest).
+	SettingsDigest string
 	// ToolDigest, when set, is the definition digest the approval covered:
 	// right before the request is written, the connection's current
 	// catalog (no re-discovery pending) must still define the tool with
@@ -192,7 +194,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 		}
 	}
 
-	timeout := time.Duration(sess.cfg.Timeout()) * time.Millisecond
+	timeout := time.Duration(sess.settings().Timeout()) * time.Millisecond
 	hardMax := req.HardMax
 	if hardMax <= 0 {
 		hardMax = 10 * timeout
@@ -248,7 +250,7 @@ func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, e
 				// The transport could not take the request in time (a
 				// connection that would not open): nothing left, and the
 				// connection is no good.
-				why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.cfg.Timeout())
+				why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.settings().Timeout())
 				sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
 				err = contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
 					"%s on %q: %s; nothing was sent", what, sess.cfg.ID, why),
@@ -376,7 +378,7 @@ func (s *Supervisor) sendAndWait(ctx context.Context, sess *session, c *conn, tr
 			if asking {
 				continue
 			}
-			expired := fmt.Sprintf("got no answer or progress within timeoutMs (%d ms)", sess.cfg.Timeout())
+			expired := fmt.Sprintf("got no answer or progress within timeoutMs (%d ms)", sess.settings().Timeout())
 			if !time.Now().Before(limit) {
 				expired = fmt.Sprintf("was still running at its hard limit of %s (progress extends timeoutMs only up to it)", hardMax)
 			}
@@ -603,9 +605,9 @@ func (s *Supervisor) boundTool(ctx context.Context, server, tool string, b Bindi
 		return nil, nil, contracts.CatalogTool{}, err
 	}
 	sess.mu.Lock()
-	c, digest := sess.conn, sess.digest
+	c := sess.conn
 	sess.mu.Unlock()
-	if c == nil || c.gen != b.ConnectionGeneration || digest != b.SettingsDigest {
+	if c == nil || c.gen != b.ConnectionGeneration || sess.settings().ApprovalDigest(tool) != b.SettingsDigest {
 		return nil, nil, contracts.CatalogTool{}, contracts.WithHint(
 			contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
 				"server %q is no longer connected with the connection and settings the approval was given for; nothing was sent", server),

@@ -541,12 +541,12 @@ func TestCallBound(t *testing.T) {
 	}
 	gen := h.sup.Generation("fx")
 	args := mustCanon(t, `{"nonce":"b"}`)
-	good := Binding{ConnectionGeneration: gen, SettingsDigest: cfg.Digest()}
+	good := Binding{ConnectionGeneration: gen, SettingsDigest: cfg.ApprovalDigest("count")}
 	if _, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &good}); err != nil {
 		t.Fatalf("bound call on its own connection: %v", err)
 	}
 	for name, b := range map[string]Binding{
-		"other generation": {ConnectionGeneration: gen + 1, SettingsDigest: cfg.Digest()},
+		"other generation": {ConnectionGeneration: gen + 1, SettingsDigest: cfg.ApprovalDigest("count")},
 		"other settings":   {ConnectionGeneration: gen, SettingsDigest: "0000"},
 	} {
 		_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &b})
@@ -554,6 +554,27 @@ func TestCallBound(t *testing.T) {
 			t.Errorf("%s: Call = %v, want connection_changed", name, err)
 		}
 	}
+	// A live policy change keeps the binding while count stays selected
+	// and moves it once count is deselected.
+	live := cfg
+	live.Tools, live.ReadOnlyTools = &[]string{"count", "echo"}, []string{"echo"}
+	if ap := h.sup.Apply([]contracts.ServerSettings{live}); len(ap.Live) != 1 {
+		t.Fatalf("a grant change was not applied live: %+v", ap)
+	}
+	good.SettingsDigest = live.ApprovalDigest("count")
+	if good.SettingsDigest != cfg.ApprovalDigest("count") {
+		t.Errorf("selecting count explicitly and granting echo moved count's approval digest")
+	}
+	if _, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &good}); err != nil {
+		t.Fatalf("bound call after a live grant of another tool: %v", err)
+	}
+	gone := live
+	gone.Tools = &[]string{"echo"}
+	h.sup.Apply([]contracts.ServerSettings{gone})
+	if _, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: args, Bound: &good}); reasonOf(err) != "connection_changed" {
+		t.Errorf("bound call of a deselected tool: %v, want connection_changed", err)
+	}
+	h.sup.Apply([]contracts.ServerSettings{live})
 	if _, err := h.sup.Disconnect(ctx, "fx"); err != nil {
 		t.Fatal(err)
 	}

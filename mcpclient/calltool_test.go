@@ -29,7 +29,7 @@ func (s *Supervisor) CallTool(ctx context.Context, id, tool string, arguments js
 	if err != nil {
 		return nil, fmt.Errorf("encoding the call: %w", contracts.ErrInvalidArgument)
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	res, err := c.raw.request(ctx, string(mcp.MethodToolsCall), params)
 	if err != nil {

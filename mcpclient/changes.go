@@ -76,7 +76,7 @@ func (c *conn) hasPending() bool {
 // again later). Lists the server does not offer, or the settings turn off,
 // are not read: a change to them changes nothing.
 func (c *conn) refetch(which listSet) (failed listSet) {
-	cfg := &c.s.cfg
+	cfg := c.s.settings()
 	for k := range numLists {
 		if which.has(k) && !offered(k, c.caps, cfg) {
 			which &^= 1 << k
@@ -100,13 +100,18 @@ func (c *conn) refetch(which listSet) (failed listSet) {
 	}
 	ev.Strs("lists", which.names()).Int("tools", len(cur.Tools)).Bool("complete", cur.Complete).
 		Msg("catalog refetched after list_changed")
-	c.s.sup.emit(contracts.EventCatalog, cfg.ID, contracts.CatalogEventData{
-		Lists: which.names(), Complete: cur.Complete, Problem: cur.Problem,
+	c.s.sup.emit(contracts.EventCatalog, cfg.ID, catalogEvent(cur, which.names()))
+	return failed
+}
+
+// catalogEvent is the catalog event for cur after lists changed.
+func catalogEvent(cur *Catalog, lists []string) contracts.CatalogEventData {
+	return contracts.CatalogEventData{
+		Lists: lists, Complete: cur.Complete, Problem: cur.Problem,
 		Counts: contracts.CatalogCounts{Tools: len(cur.Tools), Resources: len(cur.Resources),
 			ResourceTemplates: len(cur.ResourceTemplates), Prompts: len(cur.Prompts)},
 		ChangedTools: changedTools(cur),
-	})
-	return failed
+	}
 }
 
 // markReady lets catalog requests waiting for a refetch go on with the

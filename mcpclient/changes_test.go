@@ -175,7 +175,7 @@ func TestSupervisorRefetch(t *testing.T) {
 		t.Errorf("during the fault: complete %v, echo %+v; want incomplete and echo's grant suspended (unchecked)", cat.Complete, e)
 	}
 	_, err = h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "echo", Arguments: json.RawMessage(`{"text":"x"}`),
-		Bound: &Binding{ToolDigest: echo.Digest, ConnectionGeneration: h.sup.Generation("fx"), SettingsDigest: cfg.Digest()}})
+		Bound: &Binding{ToolDigest: echo.Digest, ConnectionGeneration: h.sup.Generation("fx"), SettingsDigest: cfg.ApprovalDigest("echo")}})
 	if reasonOf(err) != "catalog_stale" {
 		t.Errorf("a bound call during the fault: %v, want catalog_stale", err)
 	}

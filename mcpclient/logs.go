@@ -220,7 +220,7 @@ func (c *conn) restoreLogLevel(ctx context.Context) {
 	if level == "" || !c.caps.logging || mcp.IsModernProtocol(c.protocol) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout())*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	if _, err := c.raw.request(ctx, string(mcp.MethodSetLogLevel), setLevelParams(level)); err != nil && ctx.Err() == nil {
 		c.s.log.Warn().Str("log_level", level).Str("error", c.s.sup.clean(err.Error(), 500)).Msg("setting the log level again on the new connection")
@@ -275,7 +275,7 @@ func (s *Supervisor) SetLogLevel(ctx context.Context, id, level string) (contrac
 	if mcp.IsModernProtocol(c.protocol) {
 		res.Applied = "requestMeta"
 	} else {
-		rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+		rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.settings().Timeout())*time.Millisecond)
 		_, err := c.raw.request(rctx, string(mcp.MethodSetLogLevel), setLevelParams(level))
 		cancel()
 		if err != nil {

@@ -102,7 +102,7 @@ func (c *conn) negotiate(ctx context.Context, mode string) (*handshake, error) {
 // the server must answer with exactly that version.
 func (c *conn) initialize(ctx context.Context, version, how, pin string) (*handshake, error) {
 	s := c.s
-	timeout := time.Duration(s.cfg.Timeout()) * time.Millisecond
+	timeout := time.Duration(s.settings().Timeout()) * time.Millisecond
 	// Legacy requests carry no protocol metadata, and nothing of a probe
 	// may leak into the handshake's headers.
 	c.raw.setVersion("")
@@ -153,7 +153,7 @@ func (c *conn) discover(ctx context.Context, version string, pinned bool) (*hand
 	limit := s.sup.opts.DiscoverProbe
 	if pinned {
 		// A pinned server must answer: it gets the whole timeoutMs.
-		limit = time.Duration(s.cfg.Timeout()) * time.Millisecond
+		limit = time.Duration(s.settings().Timeout()) * time.Millisecond
 	}
 	fail := func(format string, args ...any) (*handshake, *fallback, error) {
 		return nil, nil, contracts.WithHint(

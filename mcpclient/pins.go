@@ -159,6 +159,13 @@ func (c *conn) publish(cat *Catalog) {
 	c.excludeInvalidHeaderTools(cat)
 	c.pinMu.Lock()
 	defer c.pinMu.Unlock()
+	// The grants of the settings in force now: a live policy change
+	// (Supervisor.Apply) may have come while the lists were read.
+	live := c.s.settings()
+	for i := range cat.Tools {
+		t := &cat.Tools[i]
+		t.Selected, t.Grant = grantOf(live, t.OriginalName)
+	}
 	c.s.applyPins(cat.Tools, cat.toolsRead)
 	suspendStale(cat)
 	// The problem may quote the server (a cursor, a tool name): redacted,
@@ -183,7 +190,7 @@ func (c *conn) refreshPins() {
 	next.Tools = slices.Clone(cur.Tools)
 	for i := range next.Tools {
 		t := &next.Tools[i]
-		t.Selected, t.Grant = grantOf(&c.s.cfg, t.OriginalName)
+		t.Selected, t.Grant = grantOf(c.s.settings(), t.OriginalName)
 		t.Pin, t.SuspendedGrant, t.PinnedDigest = "", "", ""
 	}
 	c.s.applyPins(next.Tools, false)
@@ -193,6 +200,19 @@ func (c *conn) refreshPins() {
 	c.catMu.Lock()
 	c.catalog = &next
 	c.catMu.Unlock()
+}
+
+// regrant applies a live change of the tool grants (Supervisor.Apply) to
+// the current catalog and tells the watchers as a refetch of the tools
+// would, so that a bridge's hosts see their tools list change.
+func (c *conn) regrant() {
+	c.refreshPins()
+	cur := c.currentCatalog()
+	if cur == nil {
+		return
+	}
+	c.s.log.Info().Int("tools", len(cur.Tools)).Msg("tool grants changed: applied to the live connection")
+	c.s.sup.emit(contracts.EventCatalog, c.s.cfg.ID, catalogEvent(cur, []string{"tools"}))
 }
 
 // suspendStale suspends the grants of a catalog's tools while their list

@@ -240,7 +240,7 @@ func TestCallBoundDefinition(t *testing.T) {
 	h.sup.Apply([]contracts.ServerSettings{cfg})
 	count := catalogTool(t, h, "fx", "count")
 	bind := func(digest string) *Binding {
-		return &Binding{ConnectionGeneration: h.sup.Generation("fx"), SettingsDigest: cfg.Digest(), ToolDigest: digest}
+		return &Binding{ConnectionGeneration: h.sup.Generation("fx"), SettingsDigest: cfg.ApprovalDigest("count"), ToolDigest: digest}
 	}
 	sent := func() string {
 		b, err := os.ReadFile(callLog)

@@ -74,31 +74,46 @@ func clientCapabilities(cfg *contracts.ServerSettings) mcp.ClientCapabilities {
 	return caps
 }
 
-// restDigest is the digest of cfg without its roots.
-func restDigest(cfg *contracts.ServerSettings) string {
-	rest := *cfg
-	rest.Roots = nil
-	return rest.Digest()
+// keeps reports whether cfg can be applied to the session without a new
+// connection: it differs from the settings in force only in pikod's live
+// policy (grants, timeouts) or in its roots, the session having roots and
+// cfg still some (or neither), so the declared capabilities stay the same.
+func (s *session) keeps(cfg *contracts.ServerSettings) bool {
+	return s.rest == cfg.ConnectionDigest() && (len(s.settings().Roots) > 0) == (len(cfg.Roots) > 0)
 }
 
-// rootsOnly reports whether cfg differs from the session's settings in its
-// roots alone, the session having roots and cfg still some: the declared
-// capabilities stay the same, so the connection can stay.
-func (s *session) rootsOnly(cfg *contracts.ServerSettings) bool {
-	return len(*s.roots.Load()) > 0 && len(cfg.Roots) > 0 && s.rest == restDigest(cfg)
+// liveChange is what retarget changed on a live connection.
+type liveChange struct {
+	conn   *conn // the live connection, nil when there is none
+	roots  bool  // the roots differ: tell the server
+	grants bool  // the tool grants differ: re-grant the catalog
 }
 
-// retarget makes cfg (whose roots alone differ, see rootsOnly) the
-// session's settings: roots/list answers its roots from now on, and
-// approvals bind to its digest (actions prepared before are stale).
-// It returns the live connection to tell, nil when there is none.
-func (s *session) retarget(cfg *contracts.ServerSettings) *conn {
-	roots := slices.Clone(cfg.Roots)
-	s.roots.Store(&roots)
+// retarget makes cfg (see keeps) the session's settings: the catalog's
+// grants, roots/list and timeouts follow it from now on, and approvals
+// bind to its approval digests (an action stays approvable while its tool
+// stays selected and nothing else an approval covers moved).
+func (s *session) retarget(cfg *contracts.ServerSettings) liveChange {
+	next := *cfg
+	prev := s.live.Swap(&next)
+	ch := liveChange{
+		roots: !slices.Equal(prev.Roots, next.Roots),
+		grants: !equalTools(prev.Tools, next.Tools) || !slices.Equal(prev.ReadOnlyTools, next.ReadOnlyTools) ||
+			!slices.Equal(prev.AutonomousTools, next.AutonomousTools),
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.digest = cfg.Digest()
-	return s.conn
+	ch.conn = s.conn
+	return ch
+}
+
+// equalTools compares two tools selections (nil: every tool).
+func equalTools(a, b *[]string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return slices.Equal(*a, *b)
 }
 
 // rootsChanged sends notifications/roots/list_changed, so that the server
@@ -119,7 +134,7 @@ func (c *conn) rootsChanged() {
 		c.s.log.Warn().Str("problem", c.s.sup.clean(err.Error(), 300)).Msg("notifications/roots/list_changed not sent")
 		return
 	}
-	c.s.log.Info().Int("roots", len(*c.s.roots.Load())).Msg("roots changed: notifications/roots/list_changed sent")
+	c.s.log.Info().Int("roots", len(c.s.settings().Roots)).Msg("roots changed: notifications/roots/list_changed sent")
 }
 
 // callTrack is one tools/call in flight on a connection, for the server
@@ -221,7 +236,7 @@ func (c *conn) answer(ctx context.Context, method string, params json.RawMessage
 	case string(mcp.MethodPing):
 		return json.RawMessage(`{}`), nil
 	case string(mcp.MethodListRoots):
-		current := *c.s.roots.Load()
+		current := c.s.settings().Roots
 		if len(current) == 0 {
 			return nil, refuse(mcp.METHOD_NOT_FOUND, "roots/list: pikod offers no roots to server %q (its settings list none)", id)
 		}

@@ -175,7 +175,7 @@ func (s *Supervisor) open(ctx context.Context, id string, f feature) (*session, 
 // returns its raw result, which must be complete (resultType). what names
 // the request in errors; it must be redacted and safe to quote.
 func (s *Supervisor) ask(ctx context.Context, sess *session, c *conn, method string, params json.RawMessage, what string) (json.RawMessage, error) {
-	rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	raw, err := c.raw.request(rctx, method, params)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,16 +26,18 @@ import (
 // one live connection.
 type session struct {
 	sup *Supervisor
-	// cfg never changes; its Roots are those the session started with:
-	// read the current ones from roots.
+	// cfg never changes: the settings the session started with. What
+	// decides how the server is started or reached is read from it; the
+	// policy pikod applies live (grants, timeouts) and the roots are read
+	// from settings().
 	cfg contracts.ServerSettings
-	// rest is the digest of cfg without its roots: a change of the roots
-	// alone (see Supervisor.Apply) keeps the session.
+	// rest is cfg's connection digest: a saved change that keeps it (see
+	// Supervisor.Apply) keeps the session and its connection.
 	rest string
-	// roots are the roots roots/list answers with now; a roots-only
-	// settings change replaces them (never mutated in place).
-	roots atomic.Pointer[[]contracts.Root]
-	log   zerolog.Logger
+	// live is the settings in force now: cfg, or what a later Apply that
+	// kept the session set (never mutated in place).
+	live atomic.Pointer[contracts.ServerSettings]
+	log  zerolog.Logger
 
 	// mu guards the fields that follow.
 	mu sync.Mutex
@@ -151,18 +152,21 @@ type conn struct {
 }
 
 func newSession(sup *Supervisor, cfg contracts.ServerSettings) *session {
-	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(), rest: restDigest(&cfg),
+	s := &session{sup: sup, cfg: cfg, digest: cfg.Digest(), rest: cfg.ConnectionDigest(),
 		log:   sup.log.With().Str("server", cfg.ID).Logger(),
 		ended: make(chan struct{}), slots: make(chan struct{}, sup.opts.MaxPerServer),
 		logs: newLogRing(sup.opts.LogEntries, sup.opts.LogBytes)}
-	roots := slices.Clone(cfg.Roots)
-	s.roots.Store(&roots)
+	live := cfg
+	s.live.Store(&live)
 	s.state = contracts.StateIdle
 	if !cfg.IsEnabled() {
 		s.state = contracts.StateDisabled
 	}
 	return s
 }
+
+// settings returns the settings in force now (see live). Never modify it.
+func (s *session) settings() *contracts.ServerSettings { return s.live.Load() }
 
 // connect returns the live connection, starting one if there is none.
 // Concurrent callers share one setup; each waits under its own ctx.
@@ -573,7 +577,7 @@ func (s *session) dialOnce(ctx context.Context, staged *stagedGrant) (*conn, err
 		// it runs goes unheard.
 		c.startListening(ctx)
 	}
-	c.publish(discover(ctx, c.fetchPage, &s.cfg, c.caps, s.sup.opts.Limits))
+	c.publish(discover(ctx, c.fetchPage, s.settings(), c.caps, s.sup.opts.Limits))
 	if ch := c.auth.refusal(); ch != nil {
 		// The catalog requests were refused: the connection is not
 		// authorized after all.
@@ -721,7 +725,7 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 			tapped := *c.hc
 			tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
 			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(&tapped),
-				transport.WithEndpointTimeout(time.Duration(s.cfg.Timeout())*time.Millisecond))
+				transport.WithEndpointTimeout(time.Duration(s.settings().Timeout())*time.Millisecond))
 		}
 		tapped := *c.hc
 		tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
@@ -918,7 +922,7 @@ func (c *conn) fetchPage(ctx context.Context, method, cursor string) (json.RawMe
 	if cursor != "" {
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout())*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	return c.raw.request(ctx, method, params)
 }

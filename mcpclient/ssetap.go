@@ -164,7 +164,7 @@ func (c *conn) postToEndpoint(body []byte) error {
 	default:
 		return errNoEndpoint
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, time.Duration(c.s.cfg.Timeout())*time.Millisecond)
+	ctx, cancel := context.WithTimeout(c.ctx, time.Duration(c.s.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {

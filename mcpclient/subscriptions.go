@@ -115,7 +115,7 @@ func (s *Supervisor) changeSubscription(ctx context.Context, server, uri string,
 		op = "resources/subscribe"
 	}
 	what := op + " " + s.clip(uri, 200)
-	rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	if mcp.IsModernProtocol(c.protocol) {
 		// 2026-07-28 has no resources/subscribe: the URI goes into the
@@ -359,7 +359,7 @@ func (c *conn) startListening(ctx context.Context) {
 	l.mu.Unlock()
 	c.wg.Add(1)
 	go l.run()
-	rctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout())*time.Millisecond)
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	if _, err := l.refilter(rctx); err != nil {
 		c.s.log.Warn().Err(err).Msg("subscription stream not opened")
@@ -494,7 +494,7 @@ func (l *listener) replace() (mcp.SubscriptionFilter, error) {
 		return mcp.SubscriptionFilter{}, nil
 	}
 	st := l.open(filter)
-	timer := time.NewTimer(time.Duration(c.s.cfg.Timeout()) * time.Millisecond)
+	timer := time.NewTimer(time.Duration(c.s.settings().Timeout()) * time.Millisecond)
 	defer timer.Stop()
 	var err error
 	select {
@@ -505,7 +505,7 @@ func (l *listener) replace() (mcp.SubscriptionFilter, error) {
 			err = fmt.Errorf("the server ended the stream without acknowledging it")
 		}
 	case <-timer.C:
-		err = fmt.Errorf("no acknowledgment within timeoutMs (%d ms)", c.s.cfg.Timeout())
+		err = fmt.Errorf("no acknowledgment within timeoutMs (%d ms)", c.s.settings().Timeout())
 	case <-c.ctx.Done():
 		err = fmt.Errorf("the connection ended")
 	}

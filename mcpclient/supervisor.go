@@ -221,20 +221,30 @@ func clip(s string, n int) string {
 	return s
 }
 
-// Apply replaces the configured servers. Servers whose settings changed or
-// that were removed are stopped (returned in disconnected when they had a
-// live connection); unchanged servers keep their connections. A server
-// whose roots alone changed (it had some and still has) keeps its
-// connection too: roots/list answers the new roots, the server is sent
-// notifications/roots/list_changed, and actions prepared under the old
-// settings are stale (their settings digest no longer matches). Nothing
-// new connects.
-func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []string) {
+// Applied is what Supervisor.Apply did to the servers it kept or stopped.
+type Applied struct {
+	// Disconnected lists the servers stopped with a live connection.
+	Disconnected []string
+	// Live lists the servers whose change applied to their live
+	// connection: the same process or endpoint, nothing restarted.
+	Live []string
+}
+
+// Apply replaces the configured servers. Unchanged servers keep their
+// connections, and so do servers whose change touches only pikod's own
+// policy (tools, readOnlyTools, autonomousTools, timeoutMs) or their roots
+// (they had some and still have, see session.keeps): the catalog is
+// re-granted at once (and a catalog event says so), roots/list answers the
+// new roots and the server is sent notifications/roots/list_changed, and
+// a prepared action stays approvable while its approval digest holds.
+// Servers otherwise changed, or removed, are stopped. Nothing new
+// connects.
+func (s *Supervisor) Apply(servers []contracts.ServerSettings) Applied {
 	s.mu.Lock()
 	next := map[string]*session{}
 	order := make([]string, 0, len(servers))
 	var stop []*session
-	var tell []*conn
+	var kept []liveChange
 	for _, cfg := range servers {
 		order = append(order, cfg.ID)
 		if old, ok := s.sessions[cfg.ID]; ok {
@@ -245,12 +255,9 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []s
 				next[cfg.ID] = old
 				continue
 			}
-			if old.rootsOnly(&cfg) {
-				// Only the roots changed: the connection stays, and hears.
+			if old.keeps(&cfg) {
 				next[cfg.ID] = old
-				if c := old.retarget(&cfg); c != nil {
-					tell = append(tell, c)
-				}
+				kept = append(kept, old.retarget(&cfg))
 				continue
 			}
 		}
@@ -270,15 +277,27 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []s
 	}
 	s.sessions, s.order = next, order
 	s.mu.Unlock()
+	var out Applied
+	for _, ch := range kept {
+		if ch.conn == nil {
+			continue
+		}
+		out.Live = append(out.Live, ch.conn.s.cfg.ID)
+		if ch.grants {
+			ch.conn.regrant()
+		}
+	}
 	// Stopped in parallel: each may take its full stop sequence (seconds).
 	was := make([]bool, len(stop))
 	var wg sync.WaitGroup
-	for _, c := range tell {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.rootsChanged()
-		}()
+	for _, ch := range kept {
+		if ch.conn != nil && ch.roots {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ch.conn.rootsChanged()
+			}()
+		}
 	}
 	for i, old := range stop {
 		wg.Add(1)
@@ -290,10 +309,10 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) (disconnected []s
 	wg.Wait()
 	for i, old := range stop {
 		if was[i] {
-			disconnected = append(disconnected, old.cfg.ID)
+			out.Disconnected = append(out.Disconnected, old.cfg.ID)
 		}
 	}
-	return disconnected
+	return out
 }
 
 // ConnectEnabled starts connecting every enabled server in the background,
@@ -372,7 +391,7 @@ func (s *Supervisor) Ping(ctx context.Context, id string) (contracts.PingResult,
 	if err != nil {
 		return contracts.PingResult{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.cfg.Timeout())*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(sess.settings().Timeout())*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	if mcp.IsModernProtocol(c.protocol) {
@@ -486,7 +505,7 @@ func (s *Supervisor) requestErrorRedacted(sess *session, c *conn, what string, e
 			what, sess.cfg.ID, contracts.ErrOutcomeUnknown), "canceled_outcome_unknown")
 	case errors.Is(err, context.DeadlineExceeded):
 		return contracts.WithReason(fmt.Errorf("%s on %q got no answer within timeoutMs (%d ms); the outcome is unknown and pikod will not retry it: %w",
-			what, sess.cfg.ID, sess.cfg.Timeout(), contracts.ErrOutcomeUnknown), "timeout_outcome_unknown")
+			what, sess.cfg.ID, sess.settings().Timeout(), contracts.ErrOutcomeUnknown), "timeout_outcome_unknown")
 	}
 	return contracts.WithHint(
 		contracts.WithReason(fmt.Errorf("%s on %q failed after it was sent (%s); the outcome is unknown and pikod will not retry it: %w",
@@ -527,7 +546,7 @@ func (s *Supervisor) unsentError(sess *session, c *conn, what string, err error)
 		return contracts.MarkNotSent(contracts.Errorf(contracts.ErrCanceled, "canceled",
 			"%s on %q was canceled before it was sent; nothing was sent", what, id))
 	case errors.Is(err, context.DeadlineExceeded):
-		why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.cfg.Timeout())
+		why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.settings().Timeout())
 		sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
 		return contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
 			"%s on %q: %s; nothing was sent", what, id, why),

@@ -554,13 +554,23 @@ func TestSupervisorApply(t *testing.T) {
 		pids[id], gens[id] = st.PID, st.Generation
 	}
 
-	// a changes, b stays, c goes, d (idle) changes, e is new.
+	// a changes, b's grants and timeout change (live), c goes, d (idle)
+	// changes, e is new.
 	a2 := h.stdio("a", "--tools", "4")
 	d2 := h.stdio("d", "--tools", "5")
-	disconnected := h.sup.Apply([]contracts.ServerSettings{a2, b, d2, h.stdio("e")})
+	b2 := b
+	b2.ReadOnlyTools, b2.TimeoutMs = []string{"echo"}, 7000
+	applied := h.sup.Apply([]contracts.ServerSettings{a2, b2, d2, h.stdio("e")})
+	disconnected := applied.Disconnected
 	slices.Sort(disconnected)
 	if !slices.Equal(disconnected, []string{"a", "c"}) {
 		t.Errorf("Apply disconnected %q, want [a c]", disconnected)
+	}
+	if !slices.Equal(applied.Live, []string{"b"}) {
+		t.Errorf("Apply applied live %q, want [b]", applied.Live)
+	}
+	if tool, err := h.sup.Tool(ctx, "b", "echo"); err != nil || tool.Grant != contracts.GrantRead {
+		t.Errorf("b's echo after a live grant: grant %q, %v; want read", tool.Grant, err)
 	}
 	for _, id := range []string{"a", "c"} {
 		if exists(pids[id]) {
@@ -571,7 +581,7 @@ func TestSupervisorApply(t *testing.T) {
 		t.Errorf("changed server a is %q, want idle", st.State)
 	}
 	if st := h.status("b"); st.State != contracts.StateConnected || st.PID != pids["b"] || st.Generation != gens["b"] {
-		t.Errorf("unchanged server b: state %q pid %d (was %d) generation %d (was %d)", st.State, st.PID, pids["b"], st.Generation, gens["b"])
+		t.Errorf("server b (grants changed live): state %q pid %d (was %d) generation %d (was %d)", st.State, st.PID, pids["b"], st.Generation, gens["b"])
 	}
 	if _, err := h.sup.Status("c"); !errors.Is(err, contracts.ErrNotFound) {
 		t.Errorf("removed server c: %v, want ErrNotFound", err)

@@ -201,9 +201,8 @@ func (s *Supervisor) Tasks(ctx context.Context, req TaskRequest) (*TaskAnswer, e
 	if req.Bound != nil {
 		sess.mu.Lock()
 		c = sess.conn
-		digest := sess.digest
 		sess.mu.Unlock()
-		if c == nil || c.gen != req.Bound.ConnectionGeneration || digest != req.Bound.SettingsDigest {
+		if c == nil || c.gen != req.Bound.ConnectionGeneration || sess.settings().ApprovalDigest(req.Method) != req.Bound.SettingsDigest {
 			return nil, contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
 				"server %q is no longer connected with the connection and settings the approval was given for; nothing was sent", req.Server),
 				"a task lives in the session that created it: a new connection may not know it"))

@@ -740,7 +740,7 @@ func TestLifecycle(t *testing.T) {
 		stA, stB := connectServer(t, d, "alpha"), connectServer(t, d, "beta")
 		leaderA := trackProc(t, stA.PID)
 		trackProc(t, stB.PID)
-		res := configureMCP(t, d, mcpSettings(t, a.with("timeoutMs", 12000), b))
+		res := configureMCP(t, d, mcpSettings(t, a.with("env", map[string]string{"CHANGED": "1"}), b))
 		if !slices.Equal(res.Changed, []string{"alpha"}) || !slices.Equal(res.Disconnected, []string{"alpha"}) {
 			t.Errorf("configure: changed %v disconnected %v, want [alpha] both", res.Changed, res.Disconnected)
 		}

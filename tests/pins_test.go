@@ -261,9 +261,15 @@ func TestPinsFollowSettings(t *testing.T) {
 	}
 
 	t.Run("saved while connected: pinned to what the catalog showed", func(t *testing.T) {
-		configureMCP(t, d, mcpSettings(t, rugServer("ps", callLog, state, true)))
-		// The save disconnected ps; while it is down the server's
-		// definition changes. Its first discovery must not take that one.
+		res := configureMCP(t, d, mcpSettings(t, rugServer("ps", callLog, state, true)))
+		if !slices.Equal(res.Live, []string{"ps"}) {
+			t.Errorf("a grant was not applied live: %+v", res)
+		}
+		// Live: granted at once, pinned to the definition shown.
+		wantPin(t, toolOf(t, d, "ps", "count"), contracts.GrantRead, contracts.PinPinned, "")
+		// Disconnected, the server's definition changes. Its next
+		// discovery must not take that one.
+		d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "ps"})
 		writeFixtureState(t, state, map[string]string{"count": "Counts (version C)."})
 		connectServer(t, d, "ps")
 		c := toolOf(t, d, "ps", "count")
@@ -275,6 +281,7 @@ func TestPinsFollowSettings(t *testing.T) {
 
 	t.Run("removing the grant drops the pin", func(t *testing.T) {
 		configureMCP(t, d, mcpSettings(t, rugServer("ps", callLog, state, false)))
+		d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "ps"})
 		// Granted again while disconnected: the server shows nothing now,
 		// so the grant pins at the first discovery, whatever the old pin.
 		configureMCP(t, d, mcpSettings(t, rugServer("ps", callLog, state, true)))

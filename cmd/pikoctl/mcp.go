@@ -120,6 +120,10 @@ func (a *app) printConfigureResult(raw json.RawMessage) error {
 			fmt.Fprintf(a.stdout, "  %s: %s\n", l.label, clean(strings.Join(l.ids, ", ")))
 		}
 	}
+	if len(res.Live) > 0 {
+		fmt.Fprintf(a.stdout, "  applied live: %s (connection kept, nothing restarted; prepared actions of selected tools stay approvable)\n",
+			clean(strings.Join(res.Live, ", ")))
+	}
 	for _, w := range res.Widened {
 		fmt.Fprintf(a.stdout, "  widens: %s\n", clean(w))
 	}

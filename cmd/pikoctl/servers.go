@@ -439,23 +439,30 @@ func (a *app) newEnableCmd(use string, enable bool) *cobra.Command {
 }
 
 func (a *app) newGrantCmd() *cobra.Command {
-	var read, autonomous, sel, dryRun bool
+	var read, autonomous, sel, allReadOnly, yes, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "grant SERVER TOOL --read|--autonomous|--select",
-		Short: "Grant one tool: run without approval (--read, --autonomous) or only select it (--select)",
-		Long: `grant changes how one tool of SERVER may run, and saves the settings the way
-'configure' does (the report names the grant it widens):
+		Use:   "grant SERVER TOOL... --read|--autonomous|--select",
+		Short: "Grant tools: run without approval (--read, --autonomous) or only select them (--select)",
+		Long: `grant changes how tools of SERVER may run, and saves the settings the way
+'configure' does (the report names each grant it widens):
 
-  --read        readOnlyTools: runs without approval, with an mcp_read receipt
-  --autonomous  autonomousTools: runs without approval, with an
-                mcp_autonomous receipt (needs an explicit tools list)
-  --select      selected but approval-required (removes a read or
-                autonomous grant)
+  --read           readOnlyTools: runs without approval, with an mcp_read
+                   receipt
+  --autonomous     autonomousTools: runs without approval, with an
+                   mcp_autonomous receipt (needs an explicit tools list)
+  --select         selected but approval-required (removes a read or
+                   autonomous grant)
+  --all-read-only  with --read and no TOOL: every tool whose annotations
+                   claim readOnlyHint. A server's claim is not a guarantee:
+                   the tools are listed and you confirm them at the
+                   terminal (or with --yes).
 
-With an explicit tools list, TOOL is added to it. A grant covers the tool's
-definition as it is when you save; a changed definition suspends it until
-'pikoctl mcp trust'.`,
-		Args: cobra.ExactArgs(2),
+With an explicit tools list, each TOOL is added to it. A grant covers the
+tool's definition as it is when you save; a changed definition suspends it
+until 'pikoctl mcp trust'. A grant applies to the running server at once
+("applied live"): nothing restarts, and its prepared actions stay
+approvable.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
 			for _, b := range []bool{read, autonomous, sel} {
@@ -466,25 +473,39 @@ definition as it is when you save; a changed definition suspends it until
 			if n != 1 {
 				return usageErrorf("give exactly one of --read, --autonomous or --select")
 			}
-			tool := args[1]
-			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
+			server, tools := args[0], args[1:]
+			if allReadOnly {
+				if !read || len(tools) > 0 {
+					return usageErrorf("--all-read-only goes with --read and no TOOL: it grants the tools that claim readOnlyHint")
+				}
+				var err error
+				if tools, err = a.claimedReadOnly(cmd.Context(), server, yes); err != nil || tools == nil {
+					return err
+				}
+			}
+			if len(tools) == 0 {
+				return usageErrorf("name at least one TOOL (or give --read --all-read-only)")
+			}
+			return a.changeServer(cmd.Context(), server, dryRun, func(s *contracts.ServerSettings) error {
 				if autonomous && s.Tools == nil {
 					return contracts.WithHint(
 						contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
 							"server %q selects every tool (no tools list), and autonomousTools needs an explicit one", s.ID),
 						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...]), then grant again")
 				}
-				if s.Tools != nil && !slices.Contains(*s.Tools, tool) {
-					t := append(slices.Clone(*s.Tools), tool)
-					s.Tools = &t
-				}
-				s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
-				s.AutonomousTools = without(s.AutonomousTools, tool)
-				switch {
-				case read:
-					s.ReadOnlyTools = append(s.ReadOnlyTools, tool)
-				case autonomous:
-					s.AutonomousTools = append(s.AutonomousTools, tool)
+				for _, tool := range tools {
+					if s.Tools != nil && !slices.Contains(*s.Tools, tool) {
+						t := append(slices.Clone(*s.Tools), tool)
+						s.Tools = &t
+					}
+					s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
+					s.AutonomousTools = without(s.AutonomousTools, tool)
+					switch {
+					case read:
+						s.ReadOnlyTools = append(s.ReadOnlyTools, tool)
+					case autonomous:
+						s.AutonomousTools = append(s.AutonomousTools, tool)
+					}
 				}
 				return nil
 			})
@@ -493,43 +514,101 @@ definition as it is when you save; a changed definition suspends it until
 	fl := cmd.Flags()
 	fl.BoolVar(&read, "read", false, "run without approval, as a read (readOnlyTools)")
 	fl.BoolVar(&autonomous, "autonomous", false, "run without approval (autonomousTools)")
-	fl.BoolVar(&sel, "select", false, "select it, approval required")
+	fl.BoolVar(&sel, "select", false, "select them, approval required")
+	fl.BoolVar(&allReadOnly, "all-read-only", false, "with --read: the tools whose annotations claim readOnlyHint, listed for you to confirm")
+	fl.BoolVar(&yes, "yes", false, "with --all-read-only: confirm the listed tools without asking")
 	fl.BoolVar(&dryRun, "dry-run", false, "validate and report the change without saving")
 	return cmd
+}
+
+// claimedReadOnly lists the selected tools of server whose annotations
+// claim readOnlyHint and are not read-granted yet, and has the owner
+// confirm them: at the terminal, or by --yes. It returns nil (and says so)
+// when there is nothing to grant or the owner declines.
+func (a *app) claimedReadOnly(ctx context.Context, server string, yes bool) ([]string, error) {
+	var cat contracts.CatalogResult
+	if err := a.call(ctx, contracts.MethodMCPCatalog, contracts.CatalogParams{Server: server}, &cat); err != nil {
+		return nil, err
+	}
+	var tools []string
+	for _, t := range cat.Tools {
+		var hints struct {
+			ReadOnlyHint bool `json:"readOnlyHint"`
+		}
+		if json.Unmarshal(t.Annotations, &hints) == nil && hints.ReadOnlyHint && t.Selected && t.Grant != contracts.GrantRead {
+			tools = append(tools, t.OriginalName)
+		}
+	}
+	if len(tools) == 0 {
+		fmt.Fprintf(a.stdout, "server %q has no tool claiming readOnlyHint that is not granted --read already: nothing to grant\n", server)
+		return nil, nil
+	}
+	fmt.Fprintf(a.stderr, "These %d tools of %q claim readOnlyHint (the server's claim, not a guarantee: each will run without approval):\n", len(tools), server)
+	for _, t := range tools {
+		fmt.Fprintf(a.stderr, "  %s\n", clean(t))
+	}
+	if !cat.Complete {
+		fmt.Fprintf(a.stderr, "(the catalog is incomplete: %s)\n", clean(cat.Problem))
+	}
+	if yes {
+		return tools, nil
+	}
+	if !a.stdinIsTerminal() {
+		return nil, contracts.WithHint(errors.New("stdin is not the terminal: confirming these grants needs you at the terminal (nothing was changed)"),
+			"run it yourself in your terminal, or add --yes once you have read the list")
+	}
+	tty, err := a.openTTY()
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close()
+	answer, err := tty.Ask(fmt.Sprintf("Grant these %d tools --read? (y/N): ", len(tools)))
+	if err != nil {
+		return nil, err
+	}
+	if s := strings.ToLower(strings.TrimSpace(answer)); s != "y" && s != "yes" {
+		fmt.Fprintln(a.stdout, "not confirmed: nothing was changed")
+		return nil, nil
+	}
+	return tools, nil
 }
 
 func (a *app) newRevokeCmd() *cobra.Command {
 	var deselect, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "revoke SERVER TOOL [--deselect]",
-		Short: "Take back a tool's grant: every call needs approval again",
-		Long: `revoke removes TOOL from readOnlyTools and autonomousTools, so each of its
-calls becomes a prepared action again. With --deselect it is also removed
-from the tools list and cannot be called at all (needs an explicit list).`,
-		Args: cobra.ExactArgs(2),
+		Use:   "revoke SERVER TOOL... [--deselect]",
+		Short: "Take back tools' grants: every call needs approval again",
+		Long: `revoke removes each TOOL from readOnlyTools and autonomousTools, so each of
+its calls becomes a prepared action again. With --deselect it is also
+removed from the tools list and cannot be called at all (needs an explicit
+list); its prepared actions become stale. The change applies to the
+running server at once: nothing restarts.`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tool := args[1]
+			tools := args[1:]
 			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
-				s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
-				s.AutonomousTools = without(s.AutonomousTools, tool)
-				if deselect {
-					if s.Tools == nil {
-						return contracts.WithHint(
-							contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
-								"server %q selects every tool (no tools list): one cannot be deselected", s.ID),
-							"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...])")
+				if deselect && s.Tools == nil {
+					return contracts.WithHint(
+						contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
+							"server %q selects every tool (no tools list): one cannot be deselected", s.ID),
+						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...])")
+				}
+				for _, tool := range tools {
+					s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
+					s.AutonomousTools = without(s.AutonomousTools, tool)
+					if deselect {
+						t := without(*s.Tools, tool)
+						if t == nil {
+							t = []string{}
+						}
+						s.Tools = &t
 					}
-					t := without(*s.Tools, tool)
-					if t == nil {
-						t = []string{}
-					}
-					s.Tools = &t
 				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&deselect, "deselect", false, "also remove it from the tools list")
+	cmd.Flags().BoolVar(&deselect, "deselect", false, "also remove them from the tools list")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the change without saving")
 	return cmd
 }
