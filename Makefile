@@ -35,6 +35,14 @@ install: build ## install pikod and pikoctl to PREFIX/bin (default ~/.local), fo
 run: build ## build and run pikod in the foreground on the default instance
 	$(BIN)/pikod $(ARGS)
 
+.PHONY: man
+man: ## write pikoctl's man pages to bin/man/man1 (then: MANPATH=$$PWD/bin/man man pikoctl-mcp-add)
+	$(GO) run ./cmd/pikoctl __docs --man $(BIN)/man/man1
+
+.PHONY: generate
+generate: ## regenerate docs/reference from the source (tests fail while it is out of date)
+	$(GO) generate ./contracts ./cmd/pikoctl
+
 # The interop tests run the official MCP reference servers, pinned in
 # $(INTEROP)/package-lock.json. PIKO_SKIP_INTEROP=1 skips both the install
 # and the tests (for machines without node).

@@ -77,7 +77,7 @@ type ActionSummary struct {
 }
 
 // ActionParams names one action: the params of
-// extensions.mcp.actions.review.
+// extensions.mcp.actions.review and extensions.mcp.actions.result.
 type ActionParams struct {
 	ActionID string `json:"actionId"`
 }

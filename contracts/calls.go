@@ -53,8 +53,8 @@ type CallParams struct {
 	Task bool `json:"task,omitempty"`
 }
 
-// CallResult is the result of extensions.mcp.call and of an approving
-// extensions.mcp.actions.approve.
+// CallResult is the result of extensions.mcp.call, of an approving
+// extensions.mcp.actions.approve and of extensions.mcp.actions.result.
 //
 // Executed calls have Status completed (the server answered with a result,
 // IsError false), failed (the server answered with an error or IsError

@@ -8,3 +8,5 @@
 // package of the module, pikoctl and third-party tools depend on it, so it
 // must stay small, stable and free of dependencies (deps_test.go enforces it).
 package contracts
+
+//go:generate go run ./internal/refgen -root .. -out ../docs/reference

@@ -45,7 +45,7 @@ const (
 const MaxSamplingTokens = 16384
 
 // ServerRequestInfo is one server request waiting for (or decided by) the
-// owner. Every string that came from the server is bounded, made safe to
+// owner, the result of extensions.mcp.requests.read. Every string that came from the server is bounded, made safe to
 // show and redacted.
 type ServerRequestInfo struct {
 	ID     string `json:"id"`
@@ -144,7 +144,8 @@ func ProposalDigest(text string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// RespondResult is the result of extensions.mcp.requests.respond.
+// RespondResult is the result of extensions.mcp.requests.respond and
+// extensions.mcp.requests.propose.
 type RespondResult struct {
 	RequestID string `json:"requestId"`
 	State     string `json:"state"`

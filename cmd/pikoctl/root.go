@@ -110,6 +110,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		a.newApprovalsCmd(),
 		a.newTUICmd(),
 		a.newDoctorCmd(),
+		a.newDocsCmd(),
 	)
 	a.addCompletions(root)
 	return root
