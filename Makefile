@@ -50,7 +50,7 @@ INTEROP := tests/interop
 INTEROP_STAMP := $(INTEROP)/node_modules/.package-lock.json
 
 # The official MCP client conformance suite runs against pikod through
-# the adapter in $(CONFORMANCE) (README.md, "The MCP conformance suite").
+# the adapter in $(CONFORMANCE) (docs/development.md, "The MCP conformance suite").
 # Node 22 and the suite are npm packages pinned in
 # $(CONFORMANCE)/package-lock.json. PIKO_SKIP_CONFORMANCE=1 skips both the
 # install and the run. CONFORMANCE_ARGS passes flags to the runner, e.g.

@@ -77,7 +77,7 @@ func notImplemented(method string) rpc.HandlerFunc {
 	return func(context.Context, *rpc.Request) (any, error) {
 		return nil, contracts.WithHint(
 			contracts.Errorf(contracts.ErrNotImplemented, "not_implemented", "%s is not implemented yet", method),
-			"this pikod build does not serve it; see the README for the methods served")
+			"this pikod build does not serve it; docs/reference/api.md lists the methods served")
 	}
 }
 

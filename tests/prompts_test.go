@@ -318,11 +318,11 @@ func TestApproveOffersPassphrase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "approvals.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "hands it to a child as its stdin (`</dev/pts/N`)") {
-		t.Errorf("README's threat model does not state the </dev/pts/N limit")
+		t.Errorf("docs/approvals.md (Approving) does not state the </dev/pts/N limit")
 	}
 }

@@ -12,28 +12,15 @@ import (
 	"github.com/pikod/pikod/contracts"
 )
 
-// readmeText returns README.md.
-func readmeText(t *testing.T) string {
-	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// readmeSection returns the text of the README section titled heading (up
-// to the next heading of the same or a higher level).
+// readmeSection returns the text of the section of a document (README.md
+// or docs/..., see docText) titled heading, up to the next heading of the
+// same or a higher level.
 func readmeSection(t *testing.T, readme, heading string) string {
 	t.Helper()
 	level := strings.Count(strings.Fields(heading)[0], "#")
 	_, rest, ok := strings.Cut(readme, "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no section %q", heading)
+		t.Fatalf("the document has no section %q", heading)
 	}
 	for line := range strings.Lines(rest) {
 		if f := strings.Fields(line); len(f) > 0 && strings.Trim(f[0], "#") == "" && len(f[0]) <= level && strings.HasPrefix(line, "#") {
@@ -44,7 +31,7 @@ func readmeSection(t *testing.T, readme, heading string) string {
 	return rest
 }
 
-// TestREADMESocketExamples runs the shell block of "The socket API" exactly
+// TestREADMESocketExamples runs the shell block of docs/socket-api.md exactly
 // as printed, line by line, against a daemon on the default socket path
 // ($XDG_RUNTIME_DIR/pikod/default.sock), with pikoctl on PATH.
 func TestREADMESocketExamples(t *testing.T) {
@@ -52,7 +39,7 @@ func TestREADMESocketExamples(t *testing.T) {
 	if _, err := exec.LookPath("socat"); err != nil {
 		t.Fatalf("socat is not installed (make test-deps installs it; Debian: apt-get install socat): %v", err)
 	}
-	section := readmeSection(t, readmeText(t), "## The socket API")
+	section := readmeSection(t, docText(t, "docs/socket-api.md"), "## The socket API")
 	_, block, ok := strings.Cut(section, "```sh\n")
 	if !ok {
 		t.Fatal("the socket API section has no sh block")
@@ -75,11 +62,11 @@ func TestREADMESocketExamples(t *testing.T) {
 		cmd.Env = append(minimalEnv(t.TempDir()), "XDG_RUNTIME_DIR="+runtime, "PATH="+binDir+":"+os.Getenv("PATH"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Errorf("README line %q: %v\n%s", line, err, out)
+			t.Errorf("docs/socket-api.md line %q: %v\n%s", line, err, out)
 			continue
 		}
 		if !strings.Contains(string(out), `"`) {
-			t.Errorf("README line %q printed no JSON:\n%s", line, out)
+			t.Errorf("docs/socket-api.md line %q printed no JSON:\n%s", line, out)
 		}
 	}
 	if lines < 3 {
@@ -88,13 +75,13 @@ func TestREADMESocketExamples(t *testing.T) {
 	_ = d
 }
 
-// TestREADMEMethodList checks the README's list of methods against the
+// TestREADMEMethodList checks docs/socket-api.md's list of methods against the
 // daemon: every served method has a row of its own in "The socket API"
 // ("| `name` |"), and every method that answers not implemented is named
 // in the "Reserved" sentence; no row names a method the daemon lacks.
 func TestREADMEMethodList(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, readmeText(t), "## The socket API")
+	section := readmeSection(t, docText(t, "docs/socket-api.md"), "## The socket API")
 	_, reserved, _ := strings.Cut(section, "Reserved and answering")
 	reserved, _, _ = strings.Cut(reserved, "\n\n")
 	d := startDaemon(t)
@@ -113,9 +100,9 @@ func TestREADMEMethodList(t *testing.T) {
 		short := strings.TrimPrefix(m, "extensions.mcp.")
 		switch {
 		case served && !strings.Contains(section, "| `"+m+"` |"):
-			t.Errorf("%s is served but the README's socket API has no row \"| `%s` |\"", m, m)
+			t.Errorf("%s is served but docs/socket-api.md has no row \"| `%s` |\"", m, m)
 		case !served && !strings.Contains(reserved, "`"+short+"`"):
-			t.Errorf("%s answers not implemented but the README's Reserved list does not name `%s`", m, short)
+			t.Errorf("%s answers not implemented but docs/socket-api.md's Reserved list does not name `%s`", m, short)
 		}
 	}
 	for line := range strings.Lines(section) {
@@ -125,7 +112,7 @@ func TestREADMEMethodList(t *testing.T) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
 		if strings.Contains(name, ".") && !strings.Contains(name, " ") && strings.Count(line, "|") > 3 {
 			if _, ok := contracts.LookupMethod(name); !ok && (strings.HasPrefix(name, "extensions.") || strings.HasPrefix(name, "system.") || strings.HasPrefix(name, "source.") || strings.HasPrefix(name, "vault.")) {
-				t.Errorf("the README documents %s, which is not in contracts.MethodTable", name)
+				t.Errorf("docs/socket-api.md documents %s, which is not in contracts.MethodTable", name)
 			}
 		}
 	}

@@ -30,7 +30,7 @@ const (
 )
 
 // exitCodes is the one table of pikoctl's exit codes: 'pikoctl --help'
-// prints it and the README copies it (a test compares them).
+// prints it and docs/reference/exit-codes.md is generated from it.
 var exitCodes = []struct {
 	code int
 	what string

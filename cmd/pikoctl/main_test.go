@@ -571,10 +571,10 @@ func TestMCPStatus(t *testing.T) {
 	}
 }
 
-// TestExitCodeTableInREADME: the README's exit-code table is the one
-// 'pikoctl --help' prints.
-func TestExitCodeTableInREADME(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestExitCodeTable: the exit-code reference (docs/reference, generated:
+// TestCLIReferenceUpToDate) is the table 'pikoctl --help' prints.
+func TestExitCodeTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/reference/exit-codes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestExitCodeTableInREADME(t *testing.T) {
 	for _, e := range exitCodes {
 		row := fmt.Sprintf("| %d | %s |", e.code, e.what)
 		if !strings.Contains(string(b), row) {
-			t.Errorf("README lacks the exit-code row %q", row)
+			t.Errorf("docs/reference/exit-codes.md lacks the exit-code row %q", row)
 		}
 		if !strings.Contains(help, fmt.Sprintf("  %d  %s", e.code, e.what)) {
 			t.Errorf("--help lacks exit code %d", e.code)

@@ -32,7 +32,7 @@ or one server's, or those created since T (an RFC 3339 time such as
 --verify walks the whole receipt chain instead and reports the first break:
 a receipt edited, deleted or moved since it was written, or a newest receipt
 that does not match the chain head. Exit status 0 when the chain is intact,
-1 when it is broken (see the README for what this does and does not prove).`,
+1 when it is broken (docs/approvals.md, Receipts, says what this does and does not prove).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var params contracts.ReceiptsParams

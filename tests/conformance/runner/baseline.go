@@ -69,7 +69,7 @@ var readmeItem = regexp.MustCompile("^- `([^`]+)`: \\S")
 func readmeReasons(readme string) ([]string, error) {
 	_, after, ok := strings.Cut(readme, "\n"+readmeHeading+"\n")
 	if !ok {
-		return nil, fmt.Errorf("README.md has no %q section", readmeHeading)
+		return nil, fmt.Errorf("docs/development.md has no %q section", readmeHeading)
 	}
 	var names []string
 	for line := range strings.SplitSeq(after, "\n") {
@@ -93,12 +93,12 @@ func checkBaseline(expected, scenarios, explained []string) []string {
 			problems = append(problems, fmt.Sprintf("expected-failures.yaml lists %q, which the suite does not have", e))
 		}
 		if !slices.Contains(explained, e) {
-			problems = append(problems, fmt.Sprintf("README.md (%s) does not say why %s is expected to fail", readmeHeading, e))
+			problems = append(problems, fmt.Sprintf("docs/development.md (%s) does not say why %s is expected to fail", readmeHeading, e))
 		}
 	}
 	for _, e := range explained {
 		if !slices.Contains(expected, e) {
-			problems = append(problems, fmt.Sprintf("README.md (%s) explains %s, which expected-failures.yaml does not list", readmeHeading, e))
+			problems = append(problems, fmt.Sprintf("docs/development.md (%s) explains %s, which expected-failures.yaml does not list", readmeHeading, e))
 		}
 	}
 	return problems

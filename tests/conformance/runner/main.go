@@ -154,7 +154,7 @@ func run(o *options) (bool, error) {
 	if o.expected, err = parseExpected(string(ef)); err != nil {
 		return false, fmt.Errorf("%s: %w", o.baseline, err)
 	}
-	readme, err := os.ReadFile(filepath.Join(o.rootDir, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(o.rootDir, "docs", "development.md"))
 	if err != nil {
 		return false, err
 	}

@@ -125,7 +125,7 @@ func judge(o outcome) verdict {
 
 	switch {
 	case v.passed && o.expected:
-		problem("passes but is listed in expected-failures.yaml: remove the entry and its README line")
+		problem("passes but is listed in expected-failures.yaml: remove the entry and its line in docs/development.md")
 	case !v.passed && !o.expected:
 		problem("unexpected failure")
 	}
