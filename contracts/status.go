@@ -70,6 +70,10 @@ type ServerStatus struct {
 	// the connection could not set up (tools excluded for invalid header
 	// annotations, a subscription stream the server did not keep open).
 	Notes []string `json:"notes,omitempty"`
+	// ListenStream is the state of a legacy Streamable HTTP connection's
+	// GET listening stream, on which the server sends list changes,
+	// resource updates and its requests. Unset for other connections.
+	ListenStream *StreamStatus `json:"listenStream,omitempty"`
 	// Subscriptions lists the resource URIs this connection is subscribed
 	// to (extensions.mcp.resource op subscribe); they end with it.
 	Subscriptions []string `json:"subscriptions,omitempty"`
@@ -121,3 +125,29 @@ type VaultStatus struct {
 	// 'pikoctl vault unlock'.
 	Locked bool `json:"locked,omitempty"`
 }
+
+// StreamStatus is the state of a server-to-client stream.
+type StreamStatus struct {
+	// Kind is "get" (the legacy Streamable HTTP GET stream).
+	Kind string `json:"kind"`
+	// State is waiting (for the handshake to complete), open, refused
+	// (asked again later, backing off), not_offered (the server answered
+	// 405) or ended (asked again).
+	State string `json:"state"`
+	// LastError is why the stream last failed or ended, redacted.
+	LastError string `json:"lastError,omitempty"`
+	// Refusals counts the refused or broken streams of this connection.
+	Refusals uint64 `json:"refusals,omitempty"`
+	// Since is when State was entered, RFC 3339.
+	Since string `json:"since,omitempty"`
+}
+
+// Stream kinds and states (StreamStatus).
+const (
+	StreamGET        = "get"
+	StreamWaiting    = "waiting"
+	StreamOpen       = "open"
+	StreamRefused    = "refused"
+	StreamNotOffered = "not_offered"
+	StreamEnded      = "ended"
+)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/rs/zerolog"
 )
 
 // A server's log messages (notifications/message) are kept in a ring per
@@ -327,3 +330,41 @@ func (s *Supervisor) Logs(id string, q LogQuery) (contracts.LoggingResult, error
 	res.Entries, res.Kept, res.Evicted, res.LastID = sess.logs.read(logQuery{minRank: rank, since: q.Since, after: q.After, limit: q.Limit})
 	return res, nil
 }
+
+// sdkLogger is the slog logger handed to mcp-go's transports: their lines
+// go to the server's log (naming it), redacted, at debug level, since
+// pikod logs what matters of them itself (a GET stream refused: see
+// getStream) and mcp-go's own lines would otherwise reach stderr unnamed.
+func sdkLogger(log zerolog.Logger, clean func(string, int) string) *slog.Logger {
+	return slog.New(&sdkHandler{log: log, clean: clean})
+}
+
+type sdkHandler struct {
+	log   zerolog.Logger
+	clean func(string, int) string
+	attrs []slog.Attr
+}
+
+func (h *sdkHandler) Enabled(context.Context, slog.Level) bool {
+	return h.log.GetLevel() <= zerolog.DebugLevel
+}
+
+func (h *sdkHandler) Handle(_ context.Context, r slog.Record) error {
+	ev := h.log.Debug().Str("from", "mcp-go")
+	add := func(a slog.Attr) bool {
+		ev = ev.Str(a.Key, h.clean(a.Value.String(), 300))
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	ev.Msg(h.clean(r.Message, 300))
+	return nil
+}
+
+func (h *sdkHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &sdkHandler{log: h.log, clean: h.clean, attrs: append(slices.Clone(h.attrs), attrs...)}
+}
+
+func (h *sdkHandler) WithGroup(string) slog.Handler { return h }

@@ -115,6 +115,10 @@ type conn struct {
 	// 2026-07-28 connection, its subscriptions/listen stream.
 	subs   subscriptions
 	listen *listener
+	// gets gates and watches the GET listening stream of a legacy
+	// Streamable HTTP transport (nil otherwise; see getStream). Set while
+	// the transport is built, before anything runs concurrently.
+	gets *getStream
 
 	ctx    context.Context // lives as long as the connection
 	cancel context.CancelFunc
@@ -417,6 +421,12 @@ func (s *session) status() contracts.ServerStatus {
 		if n := c.listen.note(); n != "" {
 			st.Notes = append(st.Notes, n)
 		}
+		if c.gets != nil {
+			st.ListenStream = c.gets.status()
+			if n := c.gets.note(); n != "" {
+				st.Notes = append(st.Notes, n)
+			}
+		}
 	}
 	if n, l := s.dropped[noiseNotification].Load(), s.dropped[noiseLog].Load(); n+l > 0 {
 		st.Dropped = &contracts.DroppedCounts{Notifications: n, LogMessages: l}
@@ -568,6 +578,11 @@ func (s *session) dialOnce(ctx context.Context, staged *stagedGrant) (*conn, err
 		return nil, err
 	}
 	c.protocol, c.negotiated, c.caps = hs.version, hs.how, hs.caps
+	if c.gets != nil {
+		// The handshake is complete (notifications/initialized sent): the
+		// GET stream may open, with the negotiated version.
+		c.gets.begin(c.protocol)
+	}
 	c.info = contracts.ServerInfo{Name: s.sup.clean(hs.info.Name, 200), Version: s.sup.clean(hs.info.Version, 100)}
 	c.since = time.Now().UTC()
 	s.log.Info().Str("protocol", c.protocol).Str("negotiated", c.negotiated).Msg("protocol negotiated")
@@ -681,7 +696,9 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 		s.lastProc = p
 		s.mu.Unlock()
 		stdout := &watchedReader{r: p.Stdout(), onErr: func(err error) { c.stdoutEnded(err) }}
-		return transport.NewIO(stdout, p.Stdin(), nil), nil
+		tr := transport.NewIO(stdout, p.Stdin(), nil)
+		transport.WithCommandLogger(sdkLogger(s.log, s.sup.clean))(tr)
+		return tr, nil
 	case contracts.TransportHTTP, contracts.TransportSSE:
 		if c.hc == nil {
 			headers := map[string]string{}
@@ -724,12 +741,21 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 			// them, so sseTap takes them out and answers them.
 			tapped := *c.hc
 			tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
-			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(&tapped),
+			return transport.NewSSE(s.cfg.URL, transport.WithHTTPClient(&tapped), transport.WithSSELogger(sdkLogger(s.log, s.sup.clean)),
 				transport.WithEndpointTimeout(time.Duration(s.settings().Timeout())*time.Millisecond))
 		}
 		tapped := *c.hc
-		tapped.Transport = &sseTap{next: c.hc.Transport, c: c}
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&tapped)}
+		next := c.hc.Transport
+		c.gets = nil
+		if listen {
+			// mcp-go's listener sends the GETs; getStream holds them until
+			// the handshake completed and backs refusals off.
+			c.gets = newGetStream(next, c.ctx.Done(), s.log, s.sup.clean)
+			next = c.gets
+		}
+		tapped.Transport = &sseTap{next: next, c: c}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(&tapped),
+			transport.WithHTTPLogger(sdkLogger(s.log, s.sup.clean))}
 		if listen {
 			//lint:ignore SA1019 the legacy era (what this connection speaks) delivers list_changed and server requests on this GET stream.
 			opts = append(opts, transport.WithContinuousListening())
