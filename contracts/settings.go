@@ -179,6 +179,11 @@ const (
 	// exchanged there for an authorization grant (RFC 8693), which the
 	// server's authorization server turns into an access token (RFC 7523).
 	GrantCrossAppAccess = "cross_app_access"
+	// GrantJWTBearer is workload identity: an assertion the platform issued
+	// to this workload (kept in the vault, or read from a file on each use)
+	// is exchanged at the authorization server for an access token
+	// (RFC 7523 §2.1), with no identity provider in between.
+	GrantJWTBearer = "jwt_bearer"
 )
 
 // Token endpoint client authentication methods (RFC 7591 names).
@@ -198,8 +203,9 @@ type OAuthSettings struct {
 	// Issuer is the authorization server's exact issuer URL (https, or http
 	// on the server's own host with allowPrivateNetwork).
 	Issuer string `json:"issuer,omitempty"`
-	// GrantType is authorization_code (default), client_credentials or
-	// cross_app_access; the latter two require ClientID and Issuer.
+	// GrantType is authorization_code (default), client_credentials,
+	// cross_app_access or jwt_bearer; the last three require ClientID and
+	// Issuer.
 	GrantType string `json:"grantType,omitempty"`
 	// CallbackPort fixes the loopback callback port, 1024..65535. Default:
 	// a free port. authorization_code only.
@@ -220,6 +226,10 @@ type OAuthSettings struct {
 	// IdPClientID is pikod's client id at the identity provider, sent with
 	// the exchange (cross_app_access only, optional).
 	IdPClientID string `json:"idpClientId,omitempty"`
+	// AssertionFile is an absolute path the jwt_bearer assertion is read
+	// from on each use, for platforms that rotate it (jwt_bearer only;
+	// without it the assertion stored as oauthAssertion is used).
+	AssertionFile string `json:"assertionFile,omitempty"`
 }
 
 // EffectiveGrantType returns GrantType with its default.

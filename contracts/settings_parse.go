@@ -637,7 +637,7 @@ func memberSet(v *jsonValue) map[string]struct{} {
 }
 
 var oauthKeys = []string{"clientId", "issuer", "grantType", "callbackPort", "scope", "clientMetadataUrl",
-	"tokenEndpointAuthMethod", "idpTokenEndpoint", "idpClientId"}
+	"tokenEndpointAuthMethod", "idpTokenEndpoint", "idpClientId", "assertionFile"}
 
 func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 	if v.kind != kindObject {
@@ -665,6 +665,8 @@ func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 			o.IdPTokenEndpoint = w.str(f, v)
 		case "idpClientId":
 			o.IdPClientID = w.str(f, v)
+		case "assertionFile":
+			o.AssertionFile = w.str(f, v)
 		default:
 			w.unknownOf(key, f, oauthKeys)
 		}

@@ -408,11 +408,11 @@ func (c *checker) oauth(s *ServerSettings) {
 	o := s.OAuth
 	grant := o.EffectiveGrantType()
 	switch o.GrantType {
-	case "", GrantAuthorizationCode, GrantClientCredentials, GrantCrossAppAccess:
+	case "", GrantAuthorizationCode, GrantClientCredentials, GrantCrossAppAccess, GrantJWTBearer:
 	default:
-		c.add("oauth.grantType", "must be %s, %s or %s", GrantAuthorizationCode, GrantClientCredentials, GrantCrossAppAccess)
+		c.add("oauth.grantType", "must be %s, %s, %s or %s", GrantAuthorizationCode, GrantClientCredentials, GrantCrossAppAccess, GrantJWTBearer)
 	}
-	noBrowser := grant == GrantClientCredentials || grant == GrantCrossAppAccess
+	noBrowser := grant == GrantClientCredentials || grant == GrantCrossAppAccess || grant == GrantJWTBearer
 	if noBrowser && o.ClientID == "" {
 		c.add("oauth.clientId", "%s requires clientId (the client secret goes to %q)", grant, secretCommand(c.label))
 	}
@@ -461,7 +461,8 @@ func (c *checker) oauth(s *ServerSettings) {
 	switch o.TokenEndpointAuthMethod {
 	case "", AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT:
 	case AuthMethodNone:
-		if noBrowser {
+		// RFC 7523 §3.1: the assertion itself may authenticate the client.
+		if noBrowser && grant != GrantJWTBearer {
 			c.add("oauth.tokenEndpointAuthMethod", "%s needs client authentication: use %s, %s or %s", grant,
 				AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT)
 		}
@@ -494,6 +495,12 @@ func (c *checker) oauth(s *ServerSettings) {
 		if o.IdPClientID != "" {
 			c.add("oauth.idpClientId", "is used only with grantType %s", GrantCrossAppAccess)
 		}
+	}
+	switch {
+	case o.AssertionFile != "" && grant != GrantJWTBearer:
+		c.add("oauth.assertionFile", "is used only with grantType %s", GrantJWTBearer)
+	case o.AssertionFile != "" && (!filepath.IsAbs(o.AssertionFile) || filepath.Clean(o.AssertionFile) != o.AssertionFile):
+		c.add("oauth.assertionFile", "must be a clean absolute path (pikod expands nothing): /run/secrets/token, not ~/token")
 	}
 }
 

@@ -35,6 +35,9 @@ type credRecord struct {
 	// OAuthIdentityAssertion is the identity provider's assertion (an ID
 	// token) that cross_app_access exchanges.
 	OAuthIdentityAssertion string `json:"oauthIdentityAssertion,omitempty"`
+	// OAuthAssertion is the workload's assertion that jwt_bearer presents
+	// to the authorization server.
+	OAuthAssertion string `json:"oauthAssertion,omitempty"`
 }
 
 func (r *credRecord) values() []string {
@@ -76,6 +79,9 @@ func (r *credRecord) fieldValues() map[string][]string {
 	}
 	if r.OAuthIdentityAssertion != "" {
 		out["oauthIdentityAssertion"] = []string{r.OAuthIdentityAssertion}
+	}
+	if r.OAuthAssertion != "" {
+		out["oauthAssertion"] = []string{r.OAuthAssertion}
 	}
 	return out
 }
@@ -120,7 +126,7 @@ func (r *credRecord) fields() []string {
 // merge returns r with the fields of add replacing or adding to its own.
 func (r *credRecord) merge(add *credRecord) *credRecord {
 	out := &credRecord{Identity: r.Identity, Generation: r.Generation, OAuthClientSecret: r.OAuthClientSecret,
-		OAuthPrivateKey: r.OAuthPrivateKey, OAuthIdentityAssertion: r.OAuthIdentityAssertion}
+		OAuthPrivateKey: r.OAuthPrivateKey, OAuthIdentityAssertion: r.OAuthIdentityAssertion, OAuthAssertion: r.OAuthAssertion}
 	union := func(a, b map[string]string) map[string]string {
 		if len(a)+len(b) == 0 {
 			return nil
@@ -137,7 +143,8 @@ func (r *credRecord) merge(add *credRecord) *credRecord {
 		dst *string
 		src string
 	}{{&out.OAuthClientSecret, add.OAuthClientSecret},
-		{&out.OAuthPrivateKey, add.OAuthPrivateKey}, {&out.OAuthIdentityAssertion, add.OAuthIdentityAssertion}} {
+		{&out.OAuthPrivateKey, add.OAuthPrivateKey}, {&out.OAuthIdentityAssertion, add.OAuthIdentityAssertion},
+		{&out.OAuthAssertion, add.OAuthAssertion}} {
 		if f.src != "" {
 			*f.dst = f.src
 		}
@@ -148,11 +155,12 @@ func (r *credRecord) merge(add *credRecord) *credRecord {
 // sameValues reports whether r and o store the same fields and values.
 func (r *credRecord) sameValues(o *credRecord) bool {
 	return maps.Equal(r.Env, o.Env) && maps.Equal(r.Headers, o.Headers) && r.OAuthClientSecret == o.OAuthClientSecret &&
-		r.OAuthPrivateKey == o.OAuthPrivateKey && r.OAuthIdentityAssertion == o.OAuthIdentityAssertion
+		r.OAuthPrivateKey == o.OAuthPrivateKey && r.OAuthIdentityAssertion == o.OAuthIdentityAssertion && r.OAuthAssertion == o.OAuthAssertion
 }
 
 func (r *credRecord) empty() bool {
-	return len(r.Env) == 0 && len(r.Headers) == 0 && r.OAuthClientSecret == "" && r.OAuthPrivateKey == "" && r.OAuthIdentityAssertion == ""
+	return len(r.Env) == 0 && len(r.Headers) == 0 && r.OAuthClientSecret == "" && r.OAuthPrivateKey == "" && r.OAuthIdentityAssertion == "" &&
+		r.OAuthAssertion == ""
 }
 
 // identity is what credentials are bound to: the exact command, arguments,
@@ -305,7 +313,7 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 			"enter them again with 'pikoctl mcp secret "+cfg.ID+"' (or '{}' to clear them)")
 	}
 	return mcpclient.Credentials{Env: rec.Env, Headers: rec.Headers, OAuthClientSecret: rec.OAuthClientSecret,
-		OAuthPrivateKey: rec.OAuthPrivateKey, OAuthIdentityAssertion: rec.OAuthIdentityAssertion}, nil
+		OAuthPrivateKey: rec.OAuthPrivateKey, OAuthIdentityAssertion: rec.OAuthIdentityAssertion, OAuthAssertion: rec.OAuthAssertion}, nil
 }
 
 // state returns a server's credential state, generation and stored field
@@ -445,14 +453,26 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any, merge bo
 			} else {
 				rec.OAuthIdentityAssertion = s
 			}
+		case k == "oauthAssertion" && cfg.Transport != contracts.TransportStdio && cfg.OAuth != nil &&
+			cfg.OAuth.GrantType == contracts.GrantJWTBearer:
+			s, ok := v.(string)
+			if ok && s == "" && merge {
+				bad(k, "is empty: "+emptyHint)
+			} else if !ok || s == "" || strings.ContainsAny(s, " \t\r\n\x00") {
+				bad(k, "must be the workload's assertion: one non-empty token without spaces (a JWT)")
+			} else {
+				rec.OAuthAssertion = s
+			}
 		case k == "oauthPrivateKey":
 			bad(k, "needs oauth with a pre-registered clientId in the server's settings (private_key_jwt)")
+		case k == "oauthAssertion":
+			bad(k, `needs oauth with "grantType": "jwt_bearer" in the server's settings`)
 		case k == "oauthIdentityAssertion":
 			bad(k, `needs oauth with "grantType": "cross_app_access" in the server's settings`)
 		case k == "env" || k == "headers" || k == "oauthClientSecret":
 			bad(k, fmt.Sprintf("does not fit a %s server%s", cfg.Transport, fitHint(cfg)))
 		default:
-			bad(k, `unknown field: use "env" (stdio), "headers" (http, sse), or with oauth "oauthClientSecret", "oauthPrivateKey", "oauthIdentityAssertion"`)
+			bad(k, `unknown field: use "env" (stdio), "headers" (http, sse), or with oauth "oauthClientSecret", "oauthPrivateKey", "oauthIdentityAssertion", "oauthAssertion"`)
 		}
 	}
 	if len(problems) > 0 {

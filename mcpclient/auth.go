@@ -119,7 +119,7 @@ func (g *StoredGrant) expired(now time.Time) bool {
 
 // renewable reports whether pikod can get a new token without the owner.
 func (g *StoredGrant) renewable() bool {
-	return g.RefreshToken != "" || g.GrantType == contracts.GrantClientCredentials || g.GrantType == contracts.GrantCrossAppAccess
+	return g.RefreshToken != "" || noOwnerGrant(g.GrantType)
 }
 
 // scopeSet is the scope the grant holds: what the server said it granted,
@@ -222,6 +222,11 @@ type authState struct {
 	// futile is set when the server refused a scope the grant already has:
 	// asking again would not help.
 	futile bool
+	// refused is why the authorization server last refused a grant that
+	// needs no owner (invalid_grant, invalid_scope, unauthorized_client,
+	// invalid_client): until the owner signs in again or the settings
+	// change, pikod does not ask again (see grantWithoutBrowser).
+	refused string
 }
 
 // renewal is one refresh (or client_credentials re-acquisition) shared by

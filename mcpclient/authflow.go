@@ -108,7 +108,7 @@ func (st *stagedGrant) commit() error {
 	if st.flow != nil {
 		st.flow.committed = true
 	}
-	a.challenge, a.futile = nil, false
+	a.challenge, a.futile, a.refused = nil, false, ""
 	a.sup.log.Info().Str("server", a.id).Str("grant_type", st.grant.GrantType).Str("issuer", st.grant.Issuer).
 		Str("scope", st.grant.Scope).Bool("refreshable", st.grant.renewable()).Msg("oauth grant committed")
 	return nil
@@ -197,6 +197,7 @@ func (s *Supervisor) authStart(ctx context.Context, sess *session) (contracts.Au
 	if grant == contracts.GrantAuthorizationCode {
 		return s.startBrowserFlow(ctx, sess, e, ch)
 	}
+	e.owner = true
 	g, err := s.acquireWithoutBrowser(ctx, e, ch)
 	if err != nil {
 		return contracts.AuthResult{}, err

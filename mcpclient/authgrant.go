@@ -3,8 +3,11 @@ package mcpclient
 import (
 	"context"
 	"crypto"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +26,9 @@ type oauthEnv struct {
 	cfg    *contracts.ServerSettings
 	creds  Credentials
 	client *oauth.Client
+	// owner is set when the owner asked for this sign-in (pikoctl mcp
+	// auth): it may ask again after a refusal.
+	owner bool
 }
 
 func (s *Supervisor) oauthEnv(cfg *contracts.ServerSettings) (*oauthEnv, error) {
@@ -130,7 +136,7 @@ func (s *Supervisor) renewGrant(ctx context.Context, cfg *contracts.ServerSettin
 			Metadata: oauth.ServerMetadata{Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint,
 				TokenEndpointAuthSigningAlgValuesSupported: g.SigningAlgs}}
 		switch g.GrantType {
-		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess:
+		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess, contracts.GrantJWTBearer:
 			auth, err := s.grantClient(e, g, nil)
 			if err != nil {
 				return nil, err
@@ -192,6 +198,16 @@ func newGrant(cfg *contracts.ServerSettings, grantType string, d *oauth.Discover
 // authorization server).
 func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oauth.Discovery, scope string, known *oauth.ClientAuth) (*StoredGrant, error) {
 	o := e.settings()
+	a := s.auth(e.cfg.ID)
+	a.mu.Lock()
+	refused := a.refused
+	a.mu.Unlock()
+	if refused != "" && !e.owner {
+		// Never asked again on its own: the same request would be refused.
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "needs_auth",
+			"the authorization server refused the %s grant of %q (%s); nothing was sent", o.EffectiveGrantType(), e.cfg.ID, refused),
+			"fix what it names, then sign in again with 'pikoctl mcp auth "+e.cfg.ID+"'")
+	}
 	var auth oauth.ClientAuth
 	if known != nil {
 		auth = *known
@@ -213,6 +229,14 @@ func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oa
 		}
 		form.Set("grant_type", oauth.GrantTypeJWTBearer)
 		form.Set("assertion", jag)
+	case contracts.GrantJWTBearer:
+		assertion, err := e.workloadAssertion(time.Now())
+		if err != nil {
+			return nil, err
+		}
+		// Exactly as given: no exchange at an identity provider first.
+		form.Set("grant_type", oauth.GrantTypeJWTBearer)
+		form.Set("assertion", assertion)
 	default:
 		return nil, fmt.Errorf("grant type %q needs the browser: %w", grant, contracts.ErrFailedPrecondition)
 	}
@@ -223,10 +247,71 @@ func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oa
 		form.Set("resource", d.Resource)
 	}
 	resp, err := e.client.Token(ctx, d.Metadata.TokenEndpoint, form, auth, true)
+	var te *oauth.TokenError
+	if errors.As(err, &te) {
+		switch te.Code {
+		case "invalid_grant", "invalid_scope", "unauthorized_client", "invalid_client":
+			// Final: not retried, and not answered by another grant type.
+			a.mu.Lock()
+			a.refused = te.Code
+			a.mu.Unlock()
+			s.log.Warn().Str("server", e.cfg.ID).Str("grant_type", grant).Str("error", te.Code).
+				Msg("the authorization server refused the grant; not asked again until 'pikoctl mcp auth'")
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("getting a %s token for %q: %w", grant, e.cfg.ID, err)
 	}
+	a.mu.Lock()
+	a.refused = ""
+	a.mu.Unlock()
 	return newGrant(e.cfg, grant, d, auth, regSettings, scope, resp), nil
+}
+
+// maxAssertionBytes bounds an assertion read from a file.
+const maxAssertionBytes = 64 << 10
+
+// noOwnerGrant reports whether a grant type gets its token without the
+// owner (no browser): pikod asks for one when a server wants it, and again
+// when it expires.
+func noOwnerGrant(grant string) bool {
+	switch grant {
+	case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess, contracts.GrantJWTBearer:
+		return true
+	}
+	return false
+}
+
+// workloadAssertion is the jwt_bearer assertion: read from the settings'
+// assertionFile on each use (a platform may rotate it), else the stored
+// oauthAssertion. One that is a JWT whose exp has passed is refused here,
+// before anything is sent, asking for a new one.
+func (e *oauthEnv) workloadAssertion(now time.Time) (string, error) {
+	o := e.settings()
+	assertion, from := e.creds.OAuthAssertion, "the stored oauthAssertion"
+	renew := `store a new one with 'pikoctl mcp secret ` + e.cfg.ID + `' as {"oauthAssertion":"..."}`
+	if o.AssertionFile != "" {
+		from, renew = "the assertion in "+o.AssertionFile, "have the platform write a fresh one to "+o.AssertionFile+", then connect again"
+		b, err := readBounded(o.AssertionFile, maxAssertionBytes)
+		if err != nil {
+			return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_assertion",
+				"jwt_bearer for %q reads its assertion from %s: %v", e.cfg.ID, o.AssertionFile, err), renew)
+		}
+		assertion = strings.TrimSpace(string(b))
+		if strings.ContainsAny(assertion, " \t\r\n\x00") {
+			return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_assertion",
+				"%s is not one token: it holds spaces or control characters", from), renew)
+		}
+	}
+	if assertion == "" {
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_assertion",
+			"jwt_bearer for %q needs the workload's assertion, and %s is empty", e.cfg.ID, from), renew)
+	}
+	if exp, ok := oauth.JWTExpiry(assertion); ok && !now.Before(exp) {
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_assertion_expired",
+			"%s of %q expired at %s; nothing was sent", from, e.cfg.ID, exp.UTC().Format(time.RFC3339)), renew)
+	}
+	return assertion, nil
 }
 
 // identityGrant exchanges the owner's identity assertion at the identity
@@ -313,4 +398,21 @@ func covers(have []string, want string) bool {
 		}
 	}
 	return true
+}
+
+// readBounded reads a whole file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return b, nil
 }

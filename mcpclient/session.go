@@ -446,12 +446,11 @@ func (s *session) status() contracts.ServerStatus {
 // dial makes one connection and, with staged, proves the staged grant
 // with it and commits the grant once the connection is up. A server that
 // refuses the connection for want of a token gets one first when its
-// grant needs no owner (client_credentials, cross_app_access).
+// grant needs no owner (client_credentials, cross_app_access, jwt_bearer).
 func (s *session) dial(ctx context.Context, staged *stagedGrant) (*conn, error) {
 	c, err := s.dialOnce(ctx, staged)
 	if staged == nil && needsToken(err) {
-		switch grantTypeOf(&s.cfg) {
-		case contracts.GrantClientCredentials, contracts.GrantCrossAppAccess:
+		if noOwnerGrant(grantTypeOf(&s.cfg)) {
 			e, eerr := s.sup.oauthEnv(&s.cfg)
 			if eerr != nil {
 				return nil, eerr

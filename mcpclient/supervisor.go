@@ -106,6 +106,9 @@ type Credentials struct {
 	OAuthClientSecret      string
 	OAuthPrivateKey        string
 	OAuthIdentityAssertion string
+	// OAuthAssertion is the workload's assertion for jwt_bearer (unless
+	// the settings name an assertionFile).
+	OAuthAssertion string
 }
 
 // Supervisor owns one session per configured server and every goroutine
@@ -270,7 +273,7 @@ func (s *Supervisor) Apply(servers []contracts.ServerSettings) Applied {
 				// The challenge and the step-up count were about the old
 				// settings; the grant stays, and its binding decides.
 				a.mu.Lock()
-				a.challenge, a.stepUps, a.futile = nil, 0, false
+				a.challenge, a.stepUps, a.futile, a.refused = nil, 0, false, ""
 				a.mu.Unlock()
 			}
 		}

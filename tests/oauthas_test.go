@@ -58,6 +58,13 @@ type testAS struct {
 	holdToken    chan struct{}
 	tokenSeen    chan struct{}
 	idpAssertion string // the identity assertion /idp/token accepts
+	// workloadKey verifies workload assertions (jwt-bearer grants that
+	// are not ID-JAGs): ES256, aud the issuer, exp in the future.
+	workloadKey *ecdsa.PublicKey
+	// workloadRefused is set by the first refused workload assertion;
+	// afterRefusal counts the jwt-bearer requests that came after it.
+	workloadRefused bool
+	afterRefusal    int
 
 	clients   map[string]*asClient
 	codes     map[string]*asCode
@@ -349,6 +356,46 @@ func (as *testAS) authenticate(r *http.Request, form url.Values) (string, string
 	return id, "none", nil
 }
 
+// checkWorkload verifies a workload's jwt-bearer grant (RFC 7523 §2.1,
+// §3): the assertion ES256-signed by workloadKey, iss and sub present, aud
+// the issuer, exp in the future; client_id and resource in the form, and
+// nothing of a token exchange.
+func (as *testAS) checkWorkload(form url.Values) error {
+	parts := strings.Split(form.Get("assertion"), ".")
+	if len(parts) != 3 {
+		return errors.New("the assertion is not a JWS")
+	}
+	var header struct{ Alg string }
+	var claims struct {
+		Iss, Sub, Aud string
+		Exp           int64
+	}
+	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
+	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
+	sig, err3 := base64.RawURLEncoding.DecodeString(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil || json.Unmarshal(hb, &header) != nil || json.Unmarshal(cb, &claims) != nil {
+		return errors.New("unreadable assertion")
+	}
+	h := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	switch {
+	case header.Alg != "ES256" || len(sig) != 64:
+		return errors.New("alg must be ES256")
+	case !ecdsa.Verify(as.workloadKey, h[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])):
+		return errors.New("bad signature")
+	case claims.Iss == "" || claims.Sub == "":
+		return errors.New("iss and sub are required")
+	case claims.Aud != as.issuer:
+		return fmt.Errorf("aud %q is not this authorization server", claims.Aud)
+	case claims.Exp <= time.Now().Unix():
+		return errors.New("the assertion expired")
+	case form.Get("client_id") == "" || form.Get("resource") == "":
+		return errors.New("client_id and resource are required")
+	case form.Get("subject_token") != "" || form.Get("requested_token_type") != "":
+		return errors.New("a jwt-bearer grant is not a token exchange")
+	}
+	return nil
+}
+
 // checkAssertion verifies an ES256 private_key_jwt client assertion whose
 // aud must be the issuer.
 func (as *testAS) checkAssertion(jwt string) (string, error) {
@@ -460,6 +507,18 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		g = &asGrant{client: client, scope: grantScope(form.Get("scope"), as.neverGrant), resource: form.Get("resource")}
 	case "urn:ietf:params:oauth:grant-type:jwt-bearer":
 		jag := as.jags[form.Get("assertion")]
+		if jag == nil && as.workloadKey != nil {
+			if as.workloadRefused {
+				as.afterRefusal++
+			}
+			if err := as.checkWorkload(form); err != nil {
+				as.workloadRefused = true
+				oauthErr(w, http.StatusBadRequest, "invalid_grant", err.Error())
+				return
+			}
+			g = &asGrant{client: client, scope: grantScope(form.Get("scope"), as.neverGrant), resource: form.Get("resource")}
+			break
+		}
 		if jag == nil || jag.used || jag.client != client {
 			oauthErr(w, http.StatusBadRequest, "invalid_grant", "unknown assertion")
 			return

@@ -57,8 +57,9 @@ When the browser runs on another machine (an SSH session), the callback
 page will not load: use --paste, and paste the whole address the browser
 was sent to (it starts with the redirect URI auth shows).
 
-For client_credentials and cross_app_access there is no browser: auth gets
-a token at once and reports it.
+For client_credentials, cross_app_access and jwt_bearer there is no
+browser: auth gets a token at once and reports it. After the authorization
+server refused such a grant, pikod asks no more until you run auth again.
 
 --discover only reports what discovery finds (the authorization server's
 issuer, endpoints, methods and scopes), for writing oauth.issuer into the

@@ -45,6 +45,7 @@ func (a *app) newSecretCmd() *cobra.Command {
                    {"oauthPrivateKey":"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n"}
                      (private_key_jwt, with oauth.clientId; pipe it, the prompt reads one line)
                    {"oauthIdentityAssertion":"ID TOKEN"} (grantType cross_app_access)
+                   {"oauthAssertion":"JWT"} (grantType jwt_bearer, unless oauth.assertionFile)
 
 Pipe it on stdin, or type it at the masked prompt (nothing is echoed; an
 empty line keeps what is stored). {} clears the stored credentials. The

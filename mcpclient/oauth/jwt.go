@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"strings"
 	"time"
 
 	"github.com/pikod/pikod/contracts"
@@ -151,4 +152,31 @@ func hashOf(h crypto.Hash, b []byte) []byte {
 func fixed(n *big.Int, size int) []byte {
 	out := make([]byte, size)
 	return n.FillBytes(out)
+}
+
+// JWTExpiry reads the exp claim of a compact JWT without checking its
+// signature (pikod only holds the token; the authorization server checks
+// it): ok is false when token is not a JWT with a numeric exp.
+func JWTExpiry(token string) (exp time.Time, ok bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp *json.Number `json:"exp"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(payload)))
+	dec.UseNumber()
+	if dec.Decode(&claims) != nil || claims.Exp == nil {
+		return time.Time{}, false
+	}
+	f, err := claims.Exp.Float64()
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(f), 0), true
 }
