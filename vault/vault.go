@@ -177,7 +177,7 @@ func (v *Vault) openAuto(cfg Config) error {
 		err := v.openSecretService(cfg, cfg.BusProbe)
 		if err == nil {
 			v.note = "auto: " + v.note
-			v.reason = "the session bus answers " + ssName + " and its default collection is unlocked"
+			v.reason = "the session bus answers " + ssName + ", which has a default collection"
 			return nil
 		}
 		why = err.Error()
