@@ -635,5 +635,29 @@ func childMigrate(t *testing.T) {
 	if err := v.Unlock(NewSecret("not the passphrase")); reason(err) != "vault_wrong_passphrase" {
 		t.Errorf("Unlock of the moved vault with a wrong passphrase = %v", err)
 	}
+
+	// CleanUp in a keyring: copies of an interrupted migration that never
+	// switched go, and so do old copies of one that did.
+	keys := []string{itemKey(base.Service, "server/fx"), itemKey(base.Service, "oauth/hx")}
+	for _, switched := range []bool{false, true} {
+		ss := mustOpen(t, at(BackendSecretService))
+		for _, n := range []string{"server/fx", "oauth/hx"} {
+			if err := ss.Set(n, []byte(items[n])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := Migration{From: BackendFileUnlock, To: BackendSecretService, Moved: keys, Created: keys}
+		if switched {
+			m = Migration{From: BackendSecretService, To: BackendFileUnlock, Moved: keys}
+		}
+		if err := CleanUp(m, switched, BackendSecretService, at("")); reason(err) != "vault_in_use" {
+			t.Errorf("CleanUp (switched %v) of the backend in use = %v, want vault_in_use", switched, err)
+		}
+		if err := CleanUp(m, switched, BackendFileUnlock, at("")); err != nil {
+			t.Fatalf("CleanUp (switched %v): %v", switched, err)
+		}
+		holdsNone(fmt.Sprintf("the secret service after CleanUp (switched %v)", switched), mustOpen(t, at(BackendSecretService)))
+		holds(fmt.Sprintf("the vault in use after CleanUp (switched %v)", switched), v, items)
+	}
 	fmt.Fprintln(os.Stderr, "migrate done")
 }
