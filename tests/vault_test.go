@@ -1543,3 +1543,93 @@ func TestDoctorVaultBackend(t *testing.T) {
 		t.Errorf("the log has %d 'vault open' lines with the pin and the reason, want one per start", len(lines))
 	}
 }
+
+// TestVaultMigrateCrash kills pikod (SIGKILL) while it moves the
+// credentials of many servers to a real Secret Service, as soon as the
+// first item lands there, and checks what must hold wherever the kill
+// fell: the next start finds every credential in the backend it pins, and
+// removes the copies the interrupted migration left on the other side, so
+// exactly one backend holds the items.
+func TestVaultMigrateCrash(t *testing.T) {
+	t.Parallel()
+	requireSecretService(t)
+	dir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := startBus(t, dir)
+	startKeyring(t, dir, addr)
+	d := startDaemon(t, withPikodArgs("--vault", "auto"))
+	const n = 24
+	var servers []srv
+	for i := range n {
+		servers = append(servers, stdioFixture(fmt.Sprintf("s%02d", i)))
+	}
+	configureMCP(t, d, mcpSettings(t, servers...))
+	canary := newCanary(t, false)
+	var keys []string
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		storeSecret(t, d, id, map[string]any{"env": map[string]string{"TOKEN": canary + id}})
+		keys = append(keys, vaultItemKey("default", "server/"+id))
+	}
+	slices.Sort(keys) // the order items are written in
+	d.stop(t)
+	withEnv("DBUS_SESSION_BUS_ADDRESS=" + addr)(d)
+	d.start(t)
+
+	tty := ctlTTY(t, d, "vault", "migrate", "--to", "secret-service")
+	tty.waitFor(t, "Type the backend's name")
+	tty.typeLine(t, "secret-service")
+	poll(t, "the first item to reach the secret service", func() bool { return keyringHolds(t, addr, keys[0]) }, func() string { return "" })
+	d.kill9()
+	out, _ := tty.wait(t)
+	assertNoLeak(t, "the terminal", []byte(out), canary)
+
+	d.start(t)
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	t.Logf("after the kill pikod uses %s (pinned %s, warning %q)", st.Vault.Backend, st.Vault.Pinned, st.Vault.Warning)
+	if st.Vault.Backend != st.Vault.Pinned || st.Vault.Warning != "" || (st.Vault.Backend != "file" && st.Vault.Backend != "secret-service") {
+		t.Errorf("after the kill: vault %+v, want the pinned backend and no warning", st.Vault)
+	}
+	for _, s := range st.Servers {
+		if s.Credentials != "stored" || s.CredentialGeneration != 1 {
+			t.Errorf("after the kill %s has credentials %q generation %d, want stored 1", s.ID, s.Credentials, s.CredentialGeneration)
+		}
+	}
+	files := vaultItemFiles(t, d.stateDir)
+	inKeyring := 0
+	for _, k := range keys {
+		if keyringHolds(t, addr, k) {
+			inKeyring++
+		}
+	}
+	switch st.Vault.Backend {
+	case "file":
+		if len(files) != n+1 || inKeyring != 0 {
+			t.Errorf("on file after the kill: %d item files (want %d and the check item), %d items left in the secret service (want 0)", len(files), n, inKeyring)
+		}
+		// The first copy was in the secret service when pikod died.
+		if len(d.logLines(t, "removed what an interrupted vault migration left behind", `"cleaned":"secret-service"`)) != 1 {
+			t.Errorf("the start after the kill did not log removing the interrupted migration's copies")
+		}
+	case "secret-service":
+		if len(files) != 0 || inKeyring != n {
+			t.Errorf("on secret-service after the kill: %d item files left (want 0), %d items in the secret service (want %d)", len(files), inKeyring, n)
+		}
+	}
+	// The server still gets its value from wherever it is now: the env
+	// tool's answer has it redacted, which it can be only if it arrived.
+	configureMCP(t, d, mcpSettings(t, append([]srv{servers[0].with("readOnlyTools", []string{"env"})}, servers[1:]...)...))
+	connectServer(t, d, "s00")
+	if got := envOf(callText(t, callTool(t, d, "s00", "env", "")))["TOKEN"]; got != redactedMark {
+		t.Errorf("after the kill s00 has TOKEN=%q, want the stored value (shown %s)", got, redactedMark)
+	}
+	if b, err := os.ReadFile(d.logPath()); err != nil {
+		t.Fatal(err)
+	} else {
+		assertNoLeak(t, "the daemon log", b, canary)
+	}
+}
