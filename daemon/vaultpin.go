@@ -254,22 +254,31 @@ func (p *vaultPin) status(v *vault.Vault) contracts.VaultStatus {
 	case p.choice.By == pinnedByAuto:
 		chosen = fmt.Sprintf("auto chose %s at the first start%s: %s; pinned: later starts keep %s even when another backend becomes available",
 			inUse, at, p.choice.Reason, inUse)
+	case p.choice.By == pinnedByFlag && p.firstStart:
+		chosen = fmt.Sprintf("--vault %s (or PIKO_VAULT) chose it at this first start; pinned: later starts with auto keep it", p.pinned)
 	case p.choice.By == pinnedByFlag:
 		chosen = fmt.Sprintf("pinned to %s by the first start, which named it (--vault or PIKO_VAULT)%s: later starts with auto keep it", p.pinned, at)
 	default:
 		chosen = fmt.Sprintf("pinned to %s at an earlier start (how it was chosen was not recorded): later starts with auto keep it", p.pinned)
 	}
-	if p.override == "" && p.requested != vault.BackendAuto && p.choice.By != pinnedByMigrate {
+	switch {
+	case p.override != "":
+		// Warning says what to do; a migration would move the pin away
+		// from the credentials.
+	case p.requested != vault.BackendAuto && !p.firstStart && p.choice.By != pinnedByMigrate:
 		chosen += fmt.Sprintf(" (this start named it too: --vault %s)", p.requested)
-	}
-	if ts := migrationTargets(inUse); len(ts) > 0 {
-		chosen += fmt.Sprintf("; 'pikoctl vault migrate --to %s' moves every credential to another backend and pins it", strings.Join(ts, "|"))
+		fallthrough
+	default:
+		if ts := migrationTargets(inUse); len(ts) > 0 {
+			chosen += fmt.Sprintf("; 'pikoctl vault migrate --to %s' moves every credential to another backend and pins it", strings.Join(ts, "|"))
+		}
 	}
 	st.Chosen = chosen
 	var warns []string
 	switch {
 	case p.override != "":
-		warns = append(warns, fmt.Sprintf("the credentials stored in the pinned %s backend are not used by this run: start pikod without --vault (and PIKO_VAULT) to use them", p.pinned))
+		warns = append(warns, fmt.Sprintf("the credentials stored in the pinned %s backend are not used by this run: start pikod without --vault (and PIKO_VAULT) to use them "+
+			"('pikoctl vault migrate --to %s' brings what this run stored there)", p.pinned, p.pinned))
 	case p.requested != vault.BackendAuto && p.requested != p.pinned:
 		warns = append(warns, fmt.Sprintf("this pikod was started with --vault %s (or PIKO_VAULT), but the credentials are now in %s: start it without --vault next time, or it opens %s",
 			p.requested, p.pinned, p.requested))
