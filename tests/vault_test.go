@@ -1327,7 +1327,8 @@ func TestVaultMigrate(t *testing.T) {
 		t.Helper()
 		var st contracts.StatusResult
 		d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
-		if st.Vault.Backend != backend || st.Vault.Pinned != backend || st.Vault.PinnedBy != pinnedBy || st.Vault.Warning != "" {
+		shown := strings.TrimSuffix(backend, "-unlock") // status says file for both file modes
+		if st.Vault.Backend != shown || st.Vault.Pinned != backend || st.Vault.PinnedBy != pinnedBy || st.Vault.Warning != "" {
 			t.Errorf("%s: vault %+v, want %s pinned by %s, no warning", what, st.Vault, backend, pinnedBy)
 		}
 		if len(st.Servers) != 1 || st.Servers[0].Credentials != "stored" || st.Servers[0].CredentialGeneration != 1 {
@@ -1399,6 +1400,40 @@ func TestVaultMigrate(t *testing.T) {
 	d.restart()
 	vaultIs("back on auto after the override", "file", "migrate")
 	serverGets("back on auto after the override")
+
+	// To a passphrase vault in the emptied directory, through the
+	// keyring: the passphrase is asked twice with echo off.
+	if out, code := migrateAtTTY(t, d, "secret-service"); code != 0 {
+		t.Fatalf("migrate to secret-service again: exit %d; terminal:\n%s", code, out)
+	}
+	const pass = "migration passphrase 4711"
+	tty := ctlTTY(t, d, "vault", "migrate", "--to", "file-unlock")
+	tty.waitFor(t, "Type the backend's name")
+	tty.typeLine(t, "file-unlock")
+	tty.waitFor(t, "passphrase of the file-unlock vault")
+	waitNoEcho(t, tty)
+	tty.typeLine(t, pass)
+	tty.waitFor(t, "the passphrase again")
+	waitNoEcho(t, tty)
+	tty.typeLine(t, pass)
+	out, code = tty.wait(t)
+	if code != 0 || !strings.Contains(out, "moved 1 item(s) from secret-service to file-unlock: server/fx") || strings.Contains(out, pass) {
+		t.Fatalf("migrate to file-unlock: exit %d; terminal:\n%s", code, out)
+	}
+	vaultIs("after moving to file-unlock", "file-unlock", "migrate")
+	if keyringHolds(t, addr, key) {
+		t.Errorf("the secret service still holds the item of fx after moving to file-unlock")
+	}
+	serverGets("after moving to file-unlock")
+	d.restart()
+	if st := serverStatus(t, d, "fx"); st.Credentials != "unknown" {
+		t.Errorf("file-unlock after a restart: fx credentials %q, want unknown (locked)", st.Credentials)
+	}
+	if _, errOut, code := runCtl(t, d, pass+"\n", "vault", "unlock"); code != 0 {
+		t.Fatalf("pikoctl vault unlock: exit %d, stderr %q", code, errOut)
+	}
+	vaultIs("file-unlock unlocked after a restart", "file-unlock", "migrate")
+	serverGets("file-unlock unlocked after a restart")
 
 	d.mu.Lock()
 	procs := slices.Clone(d.procs)
