@@ -6,9 +6,18 @@ LDFLAGS  := -X main.version=$(VERSION)
 BIN      := bin
 STATICCHECK_VERSION := v0.8.2
 
-# Importing the keyring library dials the D-Bus session bus at start-up;
-# tests never use the desktop's bus.
-export DBUS_SESSION_BUS_ADDRESS ?= disabled:
+# Importing the keyring library dials the D-Bus session bus at start-up
+# (vault/doc.go). The tests never use the desktop's bus: every target that
+# runs tests, or pikod for them, has it disabled (the keyring tests start a
+# private bus and keyring of their own).
+TEST_TARGETS := test test-deps interop-deps conformance conformance-deps fuzz bench
+$(TEST_TARGETS): export DBUS_SESSION_BUS_ADDRESS = disabled:
+
+# make run keeps the session bus when there is one (the address set, or a
+# bus socket where pikod looks: $XDG_RUNTIME_DIR/bus, /run/user/UID/bus), so
+# the vault's "auto" can choose the Secret Service at a first start; without
+# one it runs pikod with "disabled:", which says so instead of a warning.
+SESSION_BUS = $(shell if [ -n "$$DBUS_SESSION_BUS_ADDRESS" ] || [ -S "$${XDG_RUNTIME_DIR:-/nonexistent}/bus" ] || [ -S "/run/user/$$(id -u)/bus" ]; then echo yes; fi)
 
 .DEFAULT_GOAL := help
 
@@ -32,8 +41,8 @@ install: build ## install pikod and pikoctl to PREFIX/bin (default ~/.local), fo
 	@echo "installed $(PREFIX)/bin/pikod and $(PREFIX)/bin/pikoctl; next: $(PREFIX)/bin/pikoctl service install"
 
 .PHONY: run
-run: build ## build and run pikod in the foreground on the default instance
-	$(BIN)/pikod $(ARGS)
+run: build ## build and run pikod in the foreground on the default instance (with the session bus when there is one)
+	$(if $(SESSION_BUS),,DBUS_SESSION_BUS_ADDRESS=disabled: )$(BIN)/pikod $(ARGS)
 
 .PHONY: man
 man: ## write pikoctl's man pages to bin/man/man1 (then: MANPATH=$$PWD/bin/man man pikoctl-mcp-add)

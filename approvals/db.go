@@ -203,3 +203,22 @@ func (db *DB) SetMeta(key, value string) error {
 		return tx.Bucket(bucketMeta).Put([]byte(key), []byte(value))
 	})
 }
+
+// UpdateMeta stores the values of set and deletes the keys of del in the
+// meta/ bucket, in one durable transaction: all or none.
+func (db *DB) UpdateMeta(set map[string]string, del ...string) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketMeta)
+		for k, v := range set {
+			if err := b.Put([]byte(k), []byte(v)); err != nil {
+				return err
+			}
+		}
+		for _, k := range del {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

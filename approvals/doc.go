@@ -15,8 +15,20 @@
 //	│   │                   {"seq":N,"id":"rcpt_…","hash":"…"}: the
 //	│   │                   newest receipt and the SHA-256 of its stored
 //	│   │                   bytes; absent before the first receipt
-//	│   ├── vault_backend → the vault backend "auto" chose, kept so later
-//	│   │                   starts use the same one
+//	│   ├── vault_backend → the vault backend the first start opened (or
+//	│   │                   'pikoctl vault migrate' moved to), kept so
+//	│   │                   later starts with "auto" use the same one
+//	│   ├── vault_choice  → how vault_backend was chosen (daemon/vaultpin.go),
+//	│   │                   JSON {"by":"auto"|"flag"|"migrate","reason",
+//	│   │                   "from","at"}; absent for a pin older than it
+//	│   ├── vault_migration → a vault migration not finished yet
+//	│   │                   (vault.Migration JSON: backends and item keys,
+//	│   │                   never names or values), written before its
+//	│   │                   first write and removed once its obsolete
+//	│   │                   copies are gone
+//	│   ├── vault_unnamed → JSON list of the item keys the last migration
+//	│   │                   moved without a name (servers no longer
+//	│   │                   configured), for the next one from a keyring
 //	│   ├── approval_gate → the owner approval gate (daemon/owner.go), JSON
 //	│   │                   {"passphraseSet","failures","locks","lockedUntil"}:
 //	│   │                   wrong passphrases and locks survive a restart; the

@@ -47,9 +47,21 @@ var (
 )
 
 // MetaVaultBackend is the meta/ key (DB.Meta, DB.SetMeta) under which the
-// daemon keeps the vault backend "auto" chose, so later starts use the
+// daemon keeps the vault backend in use (the first start's, or the one
+// 'pikoctl vault migrate' moved to), so later starts with "auto" use the
 // same one.
 const MetaVaultBackend = "vault_backend"
+
+// MetaVaultChoice is the meta/ key of how MetaVaultBackend was chosen
+// (the daemon's JSON), MetaVaultMigration that of a vault migration not
+// finished yet (vault.Migration JSON), and MetaVaultUnnamed that of the
+// item keys the last migration moved without knowing their names (a JSON
+// list), which a keyring cannot list for the next one.
+const (
+	MetaVaultChoice    = "vault_choice"
+	MetaVaultMigration = "vault_migration"
+	MetaVaultUnnamed   = "vault_unnamed"
+)
 
 // migration brings the database from schema-1 to schema. Its name is what
 // errors and the migration tests call it.

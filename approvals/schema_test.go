@@ -85,7 +85,7 @@ func TestSchemaDocumented(t *testing.T) {
 			t.Errorf("doc.go's tree does not show bucket %s/", name)
 		}
 	}
-	for _, key := range []string{string(keySchema), string(keyCreated), string(keyReceiptsHead), MetaVaultBackend} {
+	for _, key := range []string{string(keySchema), string(keyCreated), string(keyReceiptsHead), MetaVaultBackend, MetaVaultChoice, MetaVaultMigration, MetaVaultUnnamed} {
 		if !strings.Contains(doc, "── "+key+" ") {
 			t.Errorf("doc.go's tree does not show meta/%s", key)
 		}

@@ -58,7 +58,7 @@ type MethodFlags uint8
 
 const (
 	// TerminalOnly methods decide for the owner (approve, respond, resume,
-	// trust, the passphrase): the caller must be a person at the owner's
+	// trust, the passphrase, moving the vault): the caller must be a person at the owner's
 	// terminal, and must give the owner approval passphrase when one is
 	// set. Local tools may ask; only the owner decides.
 	TerminalOnly MethodFlags = 1 << iota
@@ -131,6 +131,7 @@ var MethodTable = []MethodInfo{
 	{Name: MethodPassphrase, Flags: Control | TerminalOnly},
 	{Name: MethodSourceRead, Flags: Control},
 	{Name: MethodVaultUnlock, Flags: Control},
+	{Name: MethodVaultMigrate, Flags: TerminalOnly},
 }
 
 // Methods lists the names of MethodTable, in the same order.

@@ -16,6 +16,7 @@ func TestTerminalOnlyMethods(t *testing.T) {
 		MethodMCPResume,
 		MethodMCPTrust,
 		MethodPassphrase,
+		MethodVaultMigrate,
 	}
 	for _, name := range want {
 		m, ok := LookupMethod(name)
@@ -68,6 +69,7 @@ func TestTerminalOnlyParamsCarryPassphrase(t *testing.T) {
 		MethodPassphrase:         PassphraseParams{},
 		MethodMCPRequestsRespond: RespondParams{},
 		MethodMCPResume:          ResumeParams{},
+		MethodVaultMigrate:       VaultMigrateParams{},
 	}
 	// Reserved methods not served yet; each needs its params type here
 	// when it is.

@@ -124,6 +124,28 @@ type VaultStatus struct {
 	// Locked is true while a file vault in unlock mode waits for
 	// 'pikoctl vault unlock'.
 	Locked bool `json:"locked,omitempty"`
+	// Requested is what pikod was asked for (--vault or PIKO_VAULT):
+	// "auto" (the default) or a backend name.
+	Requested string `json:"requested,omitempty"`
+	// Pinned is the backend pikod.db records for this instance: a start
+	// with "auto" opens it whatever is reachable then, so credentials
+	// never seem to vanish. The first start records what it opened;
+	// only 'pikoctl vault migrate' (vault.migrate) moves it.
+	Pinned string `json:"pinned,omitempty"`
+	// PinnedBy says what recorded Pinned: "auto" or "flag" (the first
+	// start), "migrate"; "" for a pin older than this field.
+	PinnedBy string `json:"pinnedBy,omitempty"`
+	// Reason is why "auto" chose the pinned backend, as recorded when it
+	// chose (e.g. "no keyring: the session bus is disabled
+	// (DBUS_SESSION_BUS_ADDRESS=disabled:)").
+	Reason string `json:"reason,omitempty"`
+	// Chosen says in one sentence how Backend was chosen, why, whether it
+	// is pinned and how to move the credentials elsewhere.
+	Chosen string `json:"chosen,omitempty"`
+	// Warning is set when something needs the owner: a --vault that
+	// overrides the pinned backend, or copies an interrupted migration
+	// left behind.
+	Warning string `json:"warning,omitempty"`
 }
 
 // StreamStatus is the state of a server-to-client stream.

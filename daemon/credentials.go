@@ -608,7 +608,7 @@ func (d *daemon) vaultUnlock(_ context.Context, req *rpc.Request) (any, error) {
 		d.log.Error().Err(err).Msg("reading OAuth grants after unlock")
 	}
 	d.log.Info().Msg("vault unlocked")
-	return contracts.VaultUnlockResult{Vault: d.creds.v.Status()}, nil
+	return contracts.VaultUnlockResult{Vault: d.vaultStatus()}, nil
 }
 
 // retire keeps values a server held in the redaction set (mu held).

@@ -130,25 +130,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Redactor == nil {
 		cfg.Redactor = vault.NewRedactor()
 	}
-	// "auto" chooses once: later starts use the same backend, so stored
-	// credentials never seem to vanish because a keyring was unreachable
-	// one morning. An explicit --vault overrides it.
-	backend := cfg.Vault
-	pinned, err := db.Meta(approvals.MetaVaultBackend)
-	if err != nil {
-		return fmt.Errorf("reading the vault backend in use: %w", err)
-	}
-	if (backend == "" || backend == vault.BackendAuto) && pinned != "" {
-		backend = pinned
-	}
-	v, err := vault.Open(vault.Config{
-		Backend:        backend,
-		Dir:            filepath.Join(cfg.StateDir, "vault"),
-		KeyFile:        filepath.Join(cfg.StateDir, "vault.key"),
-		CredentialsDir: cfg.CredentialsDir,
-		Service:        "pikod-" + cfg.Instance,
-		Log:            log.With().Str("component", "vault").Logger(),
-	})
+	// "auto" chooses once: later starts use the pinned backend (vaultpin.go).
+	v, vpin, err := openVault(cfg, db, log)
 	if err != nil {
 		return fmt.Errorf("opening the vault: %w", err)
 	}
@@ -157,13 +140,13 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Error().Err(err).Msg("closing the vault")
 		}
 	}()
-	if v.Backend() != pinned {
-		if err := db.SetMeta(approvals.MetaVaultBackend, v.Backend()); err != nil {
-			return fmt.Errorf("recording the vault backend in use: %w", err)
-		}
+	d.vpin = vpin
+	vs := vpin.status(v)
+	log.Info().Str("backend", vs.Backend).Str("requested", vs.Requested).Str("pinned", vs.Pinned).Str("pinned_by", vs.PinnedBy).
+		Str("reason", vs.Reason).Bool("locked", vs.Locked).Str("chosen", vs.Chosen).Msg("vault open")
+	if vs.Warning != "" {
+		log.Warn().Str("backend", vs.Backend).Str("pinned", vs.Pinned).Msg("vault: " + vs.Warning)
 	}
-	vs := v.Status()
-	log.Info().Str("backend", vs.Backend).Bool("locked", vs.Locked).Msg("vault open")
 	d.creds = &creds{v: v, red: cfg.Redactor, log: log.With().Str("component", "vault").Logger(), recs: map[string]*credRecord{},
 		oauthVals: map[string][]string{}}
 	if err := d.creds.loadAll(d.settings.Servers); err != nil {
@@ -267,6 +250,8 @@ type daemon struct {
 	db    *approvals.DB
 	sup   *mcpclient.Supervisor
 	creds *creds
+	// vpin is the vault backend's pin and how it was chosen.
+	vpin *vaultPin
 	// gate is the owner approval gate (passphrase and lockout).
 	gate    *ownerGate
 	ledger  *approvals.Ledger

@@ -37,6 +37,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodSourceRead:         d.sourceRead,
 		contracts.MethodSecret:             d.secret,
 		contracts.MethodVaultUnlock:        d.vaultUnlock,
+		contracts.MethodVaultMigrate:       d.vaultMigrate,
 		contracts.MethodMCPTrust:           d.trust,
 		contracts.MethodPassphrase:         d.gate.passphrase,
 		contracts.MethodMCPWatch:           d.watch,
@@ -275,7 +276,7 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 	d.mu.Lock()
 	rev := d.revision
 	d.mu.Unlock()
-	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.creds.v.Status(), Approvals: d.gate.Status()}, nil
+	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.vaultStatus(), Approvals: d.gate.Status()}, nil
 }
 
 func decodeServer(req *rpc.Request) (string, error) {

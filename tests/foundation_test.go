@@ -369,7 +369,7 @@ func TestHostileFrames(t *testing.T) {
 		served := []string{contracts.MethodHello, contracts.MethodConfigure, contracts.MethodSettings, contracts.MethodMCPStatus,
 			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog, contracts.MethodMCPResource,
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
-			contracts.MethodMCPActionsApprove, contracts.MethodMCPActionsResult, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock,
+			contracts.MethodMCPActionsApprove, contracts.MethodMCPActionsResult, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock, contracts.MethodVaultMigrate,
 			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
 			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,

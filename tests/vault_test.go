@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -981,14 +983,16 @@ func TestVaultKeyring(t *testing.T) {
 		d.start(t)
 		var st contracts.StatusResult
 		d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
-		if st.Vault.Backend != "file" || len(st.Servers) != 1 || st.Servers[0].Credentials != "stored" {
-			t.Errorf("auto after a keyring appeared: vault %+v, servers %+v; want the file backend, credentials stored", st.Vault, st.Servers)
+		if st.Vault.Backend != "file" || len(st.Servers) != 1 || st.Servers[0].Credentials != "stored" ||
+			!strings.Contains(st.Vault.Chosen, "auto chose file at the first start") || !strings.Contains(st.Vault.Chosen, "pikoctl vault migrate --to secret-service") {
+			t.Errorf("auto after a keyring appeared: vault %+v, servers %+v; want the file backend, pinned, credentials stored", st.Vault, st.Servers)
 		}
 		// A fresh instance with the bus picks the Secret Service.
 		d2 := startDaemon(t, onBus)
 		d2.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
-		if st.Vault.Backend != "secret-service" {
-			t.Errorf("auto with a keyring: vault %+v, want secret-service", st.Vault)
+		if st.Vault.Backend != "secret-service" || st.Vault.Pinned != "secret-service" ||
+			!strings.HasPrefix(st.Vault.Chosen, "auto chose secret-service: the session bus answers org.freedesktop.secrets") {
+			t.Errorf("auto with a keyring: vault %+v, want secret-service, pinned, saying why", st.Vault)
 		}
 	})
 
@@ -1082,7 +1086,8 @@ func TestVaultUnreachableBus(t *testing.T) {
 	d := startDaemon(t, withEnv("DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent/pikod-test-bus"), withPikodArgs("--vault", "auto"))
 	var st contracts.StatusResult
 	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
-	if st.Vault.Backend != "file" || !strings.Contains(st.Vault.Note, "session bus") {
+	if st.Vault.Backend != "file" || !strings.Contains(st.Vault.Note, "session bus") || !strings.Contains(st.Vault.Reason, "/nonexistent/pikod-test-bus") ||
+		!strings.HasPrefix(st.Vault.Chosen, "auto chose file: no keyring: cannot reach the session bus") {
 		t.Errorf("auto with an unreachable bus: vault %+v, want file with the reason", st.Vault)
 	}
 	e := d.callErr(t, contracts.MethodSecret, map[string]any{"server": "nope", "credentials": map[string]any{}})
@@ -1236,4 +1241,435 @@ func TestVaultMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoLeak(t, "the daemon log", log, canaries...)
+}
+
+// vaultItemFiles lists the item files (64 hex digits) in a file vault's
+// directory, the check item included.
+func vaultItemFiles(t testing.TB, stateDir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(stateDir, "vault"))
+	if err != nil {
+		t.Fatalf("listing the file vault: %v", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); len(n) == 64 && strings.Trim(n, "0123456789abcdef") == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// vaultItemKey is the name an item has in every backend: hex SHA-256 of
+// the service ("pikod-" + instance), NUL, the item's name.
+func vaultItemKey(instance, name string) string {
+	sum := sha256.Sum256([]byte("pikod-" + instance + "\x00" + name))
+	return hex.EncodeToString(sum[:])
+}
+
+// keyringHolds reports whether the Secret Service on the bus at addr holds
+// an item under key, asking it directly (gdbus), not through pikod.
+func keyringHolds(t testing.TB, addr, key string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "gdbus", "call", "--address", addr, "--dest", "org.freedesktop.secrets",
+		"--object-path", "/org/freedesktop/secrets", "--method", "org.freedesktop.Secret.Service.SearchItems",
+		"{'profile': '"+key+"'}")
+	cmd.Env = minimalEnv(t.TempDir())
+	detach(cmd)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("asking the secret service for an item: %v\n%s", err, out)
+	}
+	return strings.Contains(string(out), "/collection/")
+}
+
+// migrateAtTTY runs 'pikoctl vault migrate --to to' on a terminal, types
+// the backend's name when asked and returns the terminal's text and the
+// exit code.
+func migrateAtTTY(t testing.TB, d *daemon, to string) (string, int) {
+	t.Helper()
+	tty := ctlTTY(t, d, "vault", "migrate", "--to", to)
+	tty.waitFor(t, "Type the backend's name")
+	tty.typeLine(t, to)
+	return tty.wait(t)
+}
+
+// TestVaultMigrate moves the credentials of an instance that auto pinned
+// to the file backend over to a real Secret Service (a private bus and
+// gnome-keyring) and back, through 'pikoctl vault migrate' at a terminal:
+// each time every item is in the new backend and no longer in the old
+// one, the pin moved (a restart keeps the new backend), and the server
+// still gets its credential (the identity binding moved with it). Nothing
+// a person or a log sees holds the value.
+func TestVaultMigrate(t *testing.T) {
+	t.Parallel()
+	requireSecretService(t)
+	dir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := startBus(t, dir)
+	startKeyring(t, dir, addr)
+
+	// The first start has no bus: auto chooses the file backend, for good.
+	d := startDaemon(t, withPikodArgs("--vault", "auto"))
+	envFile := filepath.Join(t.TempDir(), "fx.env")
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--env-file", envFile).with("readOnlyTools", []string{"env"})))
+	canary := newCanary(t, false)
+	storeSecret(t, d, "fx", map[string]any{"env": map[string]string{"FX_TOKEN": canary}})
+	key := vaultItemKey("default", "server/fx")
+	d.stop(t)
+	withEnv("DBUS_SESSION_BUS_ADDRESS=" + addr)(d)
+	d.start(t)
+
+	vaultIs := func(what, backend, pinnedBy string) {
+		t.Helper()
+		var st contracts.StatusResult
+		d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+		shown := strings.TrimSuffix(backend, "-unlock") // status says file for both file modes
+		if st.Vault.Backend != shown || st.Vault.Pinned != backend || st.Vault.PinnedBy != pinnedBy || st.Vault.Warning != "" {
+			t.Errorf("%s: vault %+v, want %s pinned by %s, no warning", what, st.Vault, backend, pinnedBy)
+		}
+		if len(st.Servers) != 1 || st.Servers[0].Credentials != "stored" || st.Servers[0].CredentialGeneration != 1 {
+			t.Errorf("%s: servers %+v, want fx with its credentials stored, generation 1", what, st.Servers)
+		}
+	}
+	serverGets := func(what string) {
+		t.Helper()
+		_ = os.Remove(envFile)
+		d.call(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "fx"})
+		connectServer(t, d, "fx")
+		if got := readEnvFile(t, envFile)["FX_TOKEN"]; got != canary {
+			t.Errorf("%s: the server got FX_TOKEN=%q, want the stored value", what, got)
+		}
+	}
+	vaultIs("a keyring appeared after the first start", "file", "auto")
+	serverGets("before moving")
+	if files := vaultItemFiles(t, d.stateDir); !slices.Contains(files, key) {
+		t.Fatalf("the file vault holds %v, want the item of fx (%s)", files, key)
+	}
+
+	// file -> secret-service.
+	out, code := migrateAtTTY(t, d, "secret-service")
+	if code != 0 || !strings.Contains(out, "moved 1 item(s) from file to secret-service: server/fx") ||
+		!strings.Contains(out, "pikod now uses secret-service, pinned for this instance") {
+		t.Fatalf("migrate to secret-service: exit %d; terminal:\n%s", code, out)
+	}
+	assertNoLeak(t, "the terminal", []byte(out), canary)
+	vaultIs("after moving to secret-service", "secret-service", "migrate")
+	if files := vaultItemFiles(t, d.stateDir); len(files) != 0 {
+		t.Errorf("after moving to secret-service the file vault still holds %v (want it emptied, check item too)", files)
+	}
+	if !keyringHolds(t, addr, key) {
+		t.Errorf("the secret service does not hold the item of fx after the move")
+	}
+	serverGets("after moving to secret-service")
+	d.restart()
+	vaultIs("secret-service after a restart", "secret-service", "migrate")
+	serverGets("secret-service after a restart")
+
+	// And back: secret-service -> file.
+	out, code = migrateAtTTY(t, d, "file")
+	if code != 0 || !strings.Contains(out, "moved 1 item(s) from secret-service to file: server/fx") {
+		t.Fatalf("migrate to file: exit %d; terminal:\n%s", code, out)
+	}
+	assertNoLeak(t, "the terminal", []byte(out), canary)
+	vaultIs("after moving back to file", "file", "migrate")
+	if keyringHolds(t, addr, key) {
+		t.Errorf("the secret service still holds the item of fx after moving back")
+	}
+	if files := vaultItemFiles(t, d.stateDir); !slices.Contains(files, key) || len(files) != 2 {
+		t.Errorf("after moving back the file vault holds %v, want the item of fx and the check item", files)
+	}
+	serverGets("after moving back to file")
+	d.restart()
+	vaultIs("file after a restart", "file", "migrate")
+
+	// An explicit --vault for another backend overrides the pin for one
+	// run, says so, and moves nothing.
+	d.args = []string{"--vault", "secret-service"}
+	d.restart()
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	if st.Vault.Backend != "secret-service" || st.Vault.Pinned != "file" || !strings.Contains(st.Vault.Chosen, "for this run only") ||
+		!strings.Contains(st.Vault.Warning, "are not used") || st.Servers[0].Credentials != "none" {
+		t.Errorf("with --vault secret-service over the pinned file backend: vault %+v, fx credentials %q", st.Vault, st.Servers[0].Credentials)
+	}
+	d.args = []string{"--vault", "auto"}
+	d.restart()
+	vaultIs("back on auto after the override", "file", "migrate")
+	serverGets("back on auto after the override")
+
+	// To a passphrase vault in the emptied directory, through the
+	// keyring: the passphrase is asked twice with echo off.
+	if out, code := migrateAtTTY(t, d, "secret-service"); code != 0 {
+		t.Fatalf("migrate to secret-service again: exit %d; terminal:\n%s", code, out)
+	}
+	const pass = "migration passphrase 4711"
+	tty := ctlTTY(t, d, "vault", "migrate", "--to", "file-unlock")
+	tty.waitFor(t, "Type the backend's name")
+	tty.typeLine(t, "file-unlock")
+	tty.waitFor(t, "passphrase of the file-unlock vault")
+	waitNoEcho(t, tty)
+	tty.typeLine(t, pass)
+	tty.waitFor(t, "the passphrase again")
+	waitNoEcho(t, tty)
+	tty.typeLine(t, pass)
+	out, code = tty.wait(t)
+	if code != 0 || !strings.Contains(out, "moved 1 item(s) from secret-service to file-unlock: server/fx") || strings.Contains(out, pass) {
+		t.Fatalf("migrate to file-unlock: exit %d; terminal:\n%s", code, out)
+	}
+	vaultIs("after moving to file-unlock", "file-unlock", "migrate")
+	if keyringHolds(t, addr, key) {
+		t.Errorf("the secret service still holds the item of fx after moving to file-unlock")
+	}
+	serverGets("after moving to file-unlock")
+	d.restart()
+	if st := serverStatus(t, d, "fx"); st.Credentials != "unknown" {
+		t.Errorf("file-unlock after a restart: fx credentials %q, want unknown (locked)", st.Credentials)
+	}
+	if _, errOut, code := runCtl(t, d, pass+"\n", "vault", "unlock"); code != 0 {
+		t.Fatalf("pikoctl vault unlock: exit %d, stderr %q", code, errOut)
+	}
+	vaultIs("file-unlock unlocked after a restart", "file-unlock", "migrate")
+	serverGets("file-unlock unlocked after a restart")
+
+	d.mu.Lock()
+	procs := slices.Clone(d.procs)
+	d.mu.Unlock()
+	for _, p := range procs {
+		assertNoLeak(t, "pikod's stderr", []byte(p.stderr.String()), canary)
+	}
+	if b, err := os.ReadFile(d.logPath()); err != nil {
+		t.Fatal(err)
+	} else {
+		assertNoLeak(t, "the daemon log", b, canary)
+	}
+}
+
+// TestVaultMigrateRefusals: a migration that cannot be made says why and
+// what to do, and changes nothing: the target is unavailable (no session
+// bus), the backend in use, the wrong name typed, stdin not the terminal,
+// a caller not at a terminal at all, a locked vault.
+func TestVaultMigrateRefusals(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, withPikodArgs("--vault", "auto"))
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx")))
+	canary := newCanary(t, false)
+	storeSecret(t, d, "fx", map[string]any{"env": map[string]string{"FX_TOKEN": canary}})
+	vaultDir := filepath.Join(d.stateDir, "vault")
+	before := snapshotDir(t, vaultDir)
+	unchanged := func(what string) {
+		t.Helper()
+		after := snapshotDir(t, vaultDir)
+		for k, v := range before {
+			if after[k] != v {
+				t.Errorf("%s: %s changed", what, k)
+			}
+		}
+		for k := range after {
+			if _, ok := before[k]; !ok {
+				t.Errorf("%s: %s appeared", what, k)
+			}
+		}
+		if st := serverStatus(t, d, "fx"); st.Credentials != "stored" {
+			t.Errorf("%s: fx credentials %q, want stored", what, st.Credentials)
+		}
+		var st contracts.StatusResult
+		d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+		if st.Vault.Backend != "file" || st.Vault.Pinned != "file" || st.Vault.PinnedBy != "auto" {
+			t.Errorf("%s: vault %+v, want file pinned by auto", what, st.Vault)
+		}
+	}
+
+	type refusal struct {
+		name, to string
+		want     []string
+	}
+	refusals := []refusal{{"the backend in use", "file", []string{"the vault already uses the file backend: nothing to move"}}}
+	if runtime.GOOS == "linux" {
+		refusals = append(refusals,
+			refusal{"no session bus", "secret-service", []string{"cannot move the credentials to the secret-service backend (nothing was changed)",
+				"the session bus is disabled (DBUS_SESSION_BUS_ADDRESS=disabled:)", "hint: start pikod where DBUS_SESSION_BUS_ADDRESS reaches your session bus"}},
+			refusal{"no keychain", "keychain", []string{"cannot move the credentials to the keychain backend (nothing was changed)", "only on macOS"}})
+	}
+	for _, tc := range refusals {
+		out, code := migrateAtTTY(t, d, tc.to)
+		for _, w := range tc.want {
+			if code != 1 || !strings.Contains(out, w) {
+				t.Errorf("%s: exit %d, terminal:\n%s\nwant exit 1 and %q", tc.name, code, out, w)
+			}
+		}
+		assertNoLeak(t, tc.name, []byte(out), canary)
+		unchanged(tc.name)
+	}
+
+	// Another name typed: nothing is sent.
+	tty := ctlTTY(t, d, "vault", "migrate", "--to", "secret-service")
+	tty.waitFor(t, "Type the backend's name")
+	tty.typeLine(t, "yes")
+	if out, code := tty.wait(t); code != 1 || !strings.Contains(out, "not moved: the vault stays as it is") {
+		t.Errorf("another name typed: exit %d, terminal:\n%s", code, out)
+	}
+	// A pipe is not the owner at the terminal, and neither is a program
+	// calling the socket.
+	if _, stderr, code := runCtl(t, d, "secret-service\n", "vault", "migrate", "--to", "secret-service"); code != 1 || !strings.Contains(stderr, "stdin is not the terminal") {
+		t.Errorf("migrate from a pipe: exit %d, stderr %q", code, stderr)
+	}
+	if e := d.callErr(t, contracts.MethodVaultMigrate, contracts.VaultMigrateParams{To: "secret-service"}); e.Reason() != "terminal_required" {
+		t.Errorf("vault.migrate from a program: %s, want terminal_required", mustJSON(t, e))
+	}
+	if _, stderr, code := runCtl(t, d, "", "vault", "migrate", "--to", "auto"); code != 2 || !strings.Contains(stderr, "give --to secret-service|keychain|file|file-unlock") {
+		t.Errorf("migrate --to auto: exit %d, stderr %q", code, stderr)
+	}
+	unchanged("after the refusals")
+
+	// A locked vault cannot be read, so it is not moved.
+	locked := startDaemon(t, withPikodArgs("--vault", "file-unlock"))
+	tty = ctlTTY(t, locked, "vault", "migrate", "--to", "secret-service")
+	if out, code := tty.wait(t); code != 1 || !strings.Contains(out, "the vault is locked") || !strings.Contains(out, "pikoctl vault unlock") {
+		t.Errorf("migrate of a locked vault: exit %d, terminal:\n%s", code, out)
+	}
+
+	if b, err := os.ReadFile(d.logPath()); err != nil {
+		t.Fatal(err)
+	} else {
+		assertNoLeak(t, "the daemon log", b, canary)
+	}
+}
+
+// TestDoctorVaultBackend: doctor says which backend auto chose and why,
+// that the choice is pinned and how to move it, at the first start and
+// after a restart (from the record made at the first start).
+func TestDoctorVaultBackend(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, withPikodArgs("--vault", "auto"))
+	doctor := func() string {
+		t.Helper()
+		out, stderr, code := runCtlEnv(t, d, []string{"XDG_CONFIG_HOME=" + t.TempDir()}, "", "doctor")
+		if code != 0 && code != 1 {
+			t.Fatalf("doctor: exit %d\n%s%s", code, out, stderr)
+		}
+		return out
+	}
+	want := func(what, out string, parts ...string) {
+		t.Helper()
+		var line string
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, "ok    vault      auto chose") {
+				line = l
+			}
+		}
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				t.Errorf("%s: doctor's vault line lacks %q:\n%s", what, p, out)
+			}
+		}
+	}
+	out := doctor()
+	want("the first start", out, "auto chose file: no keyring: the session bus is disabled (DBUS_SESSION_BUS_ADDRESS=disabled:)",
+		"pinned: later starts keep file", "'pikoctl vault migrate --to secret-service' moves every credential")
+	if !strings.Contains(out, "ok    vault      backend file: auto: no keyring") {
+		t.Errorf("doctor's backend line:\n%s", out)
+	}
+	d.restart()
+	want("a later start", doctor(), "auto chose file at the first start (", "DBUS_SESSION_BUS_ADDRESS=disabled:", "pinned: later starts keep file",
+		"pikoctl vault migrate --to secret-service")
+	// The start log line says the same.
+	if lines := d.logLines(t, `"message":"vault open"`, `"pinned_by":"auto"`, `DBUS_SESSION_BUS_ADDRESS=disabled:`); len(lines) < 2 {
+		t.Errorf("the log has %d 'vault open' lines with the pin and the reason, want one per start", len(lines))
+	}
+}
+
+// TestVaultMigrateCrash kills pikod (SIGKILL) while it moves the
+// credentials of many servers to a real Secret Service, as soon as the
+// first item lands there, and checks what must hold wherever the kill
+// fell: the next start finds every credential in the backend it pins, and
+// removes the copies the interrupted migration left on the other side, so
+// exactly one backend holds the items.
+func TestVaultMigrateCrash(t *testing.T) {
+	t.Parallel()
+	requireSecretService(t)
+	dir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := startBus(t, dir)
+	startKeyring(t, dir, addr)
+	d := startDaemon(t, withPikodArgs("--vault", "auto"))
+	const n = 24
+	var servers []srv
+	for i := range n {
+		servers = append(servers, stdioFixture(fmt.Sprintf("s%02d", i)))
+	}
+	configureMCP(t, d, mcpSettings(t, servers...))
+	canary := newCanary(t, false)
+	var keys []string
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		storeSecret(t, d, id, map[string]any{"env": map[string]string{"TOKEN": canary + id}})
+		keys = append(keys, vaultItemKey("default", "server/"+id))
+	}
+	slices.Sort(keys) // the order items are written in
+	d.stop(t)
+	withEnv("DBUS_SESSION_BUS_ADDRESS=" + addr)(d)
+	d.start(t)
+
+	tty := ctlTTY(t, d, "vault", "migrate", "--to", "secret-service")
+	tty.waitFor(t, "Type the backend's name")
+	tty.typeLine(t, "secret-service")
+	poll(t, "the first item to reach the secret service", func() bool { return keyringHolds(t, addr, keys[0]) }, func() string { return "" })
+	d.kill9()
+	out, _ := tty.wait(t)
+	assertNoLeak(t, "the terminal", []byte(out), canary)
+
+	d.start(t)
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	t.Logf("after the kill pikod uses %s (pinned %s, warning %q)", st.Vault.Backend, st.Vault.Pinned, st.Vault.Warning)
+	if st.Vault.Backend != st.Vault.Pinned || st.Vault.Warning != "" || (st.Vault.Backend != "file" && st.Vault.Backend != "secret-service") {
+		t.Errorf("after the kill: vault %+v, want the pinned backend and no warning", st.Vault)
+	}
+	for _, s := range st.Servers {
+		if s.Credentials != "stored" || s.CredentialGeneration != 1 {
+			t.Errorf("after the kill %s has credentials %q generation %d, want stored 1", s.ID, s.Credentials, s.CredentialGeneration)
+		}
+	}
+	files := vaultItemFiles(t, d.stateDir)
+	inKeyring := 0
+	for _, k := range keys {
+		if keyringHolds(t, addr, k) {
+			inKeyring++
+		}
+	}
+	switch st.Vault.Backend {
+	case "file":
+		if len(files) != n+1 || inKeyring != 0 {
+			t.Errorf("on file after the kill: %d item files (want %d and the check item), %d items left in the secret service (want 0)", len(files), n, inKeyring)
+		}
+		// The first copy was in the secret service when pikod died.
+		if len(d.logLines(t, "removed what an interrupted vault migration left behind", `"cleaned":"secret-service"`)) != 1 {
+			t.Errorf("the start after the kill did not log removing the interrupted migration's copies")
+		}
+	case "secret-service":
+		if len(files) != 0 || inKeyring != n {
+			t.Errorf("on secret-service after the kill: %d item files left (want 0), %d items in the secret service (want %d)", len(files), inKeyring, n)
+		}
+	}
+	// The server still gets its value from wherever it is now: the env
+	// tool's answer has it redacted, which it can be only if it arrived.
+	configureMCP(t, d, mcpSettings(t, append([]srv{servers[0].with("readOnlyTools", []string{"env"})}, servers[1:]...)...))
+	connectServer(t, d, "s00")
+	if got := envOf(callText(t, callTool(t, d, "s00", "env", "")))["TOKEN"]; got != redactedMark {
+		t.Errorf("after the kill s00 has TOKEN=%q, want the stored value (shown %s)", got, redactedMark)
+	}
+	if b, err := os.ReadFile(d.logPath()); err != nil {
+		t.Fatal(err)
+	} else {
+		assertNoLeak(t, "the daemon log", b, canary)
+	}
 }

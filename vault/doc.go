@@ -35,7 +35,20 @@
 // exactly one backend and checks what it got. "auto" picks the Keychain on
 // macOS, the Secret Service when the session bus answers within
 // Config.BusProbe, and otherwise the file backend; Status says which one
-// and what it protects against. There is no plaintext backend.
+// and what it protects against, and Reason why auto chose it (the daemon
+// pins the first choice and says so). There is no plaintext backend.
+//
+// Migrate (migrate.go) moves every item to another backend in place: the
+// Vault keeps serving the same callers from the new store. Item keys do
+// not depend on the backend, so an item moves as its bytes, identity
+// binding and all. The order is what makes it safe: write and read back
+// each item, compare every one again, record the switch (MigrationLog,
+// durable, with the pin), use the new store, and only then remove the old
+// copies; every other call waits meanwhile. A durable Migration record
+// (item keys only) lives from before the first write until the last old
+// copy is gone, so CleanUp can remove leftovers after a crash on either
+// side of the switch. A file vault lists its items; a keyring cannot tell
+// one instance's items from another's, so the caller names what to move.
 //
 // Every keyring call runs under one mutex with Config.OpTimeout. A call
 // that times out leaves its goroutine behind (keyring offers no way to

@@ -172,19 +172,24 @@ func (v *Vault) openFileUnlock(cfg Config) error {
 // directory sets the passphrase. Unlocking an unlocked vault only checks
 // the passphrase.
 func (v *Vault) Unlock(pass Secret) error {
-	if v.backend != BackendFileUnlock {
+	if b := v.Backend(); b != BackendFileUnlock {
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_not_lockable",
-			"the %s vault has no passphrase to unlock", v.backend)
+			"the %s vault has no passphrase to unlock", b)
 	}
 	if pass.IsZero() {
 		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument", "the passphrase is empty")
 	}
-	fv := v.file
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_closed", "the vault is closed")
 	}
+	// Again under mu: Migrate may have moved the vault meanwhile.
+	if v.backend != BackendFileUnlock {
+		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_not_lockable",
+			"the %s vault has no passphrase to unlock", v.backend)
+	}
+	fv := v.file
 	inv, err := fv.inventory()
 	if err != nil {
 		return fmt.Errorf("unlocking the vault: %w", err)
@@ -291,8 +296,8 @@ func (fv *fileVault) open(key Secret, inv inventory, timeout time.Duration, mism
 	if err != nil {
 		return nil, err
 	}
-	st := &fileStore{main: main, stage: stage, dir: fv.dir, stageDir: stageDir, key: key}
 	ck := itemKey(fv.service, checkItemName)
+	st := &fileStore{main: main, stage: stage, dir: fv.dir, stageDir: stageDir, key: key, check: ck}
 	switch {
 	case inv.hasCheck:
 		var got []byte
@@ -381,6 +386,28 @@ type fileStore struct {
 	main, stage   keyring.Keyring
 	dir, stageDir string
 	key           Secret
+	check         string // the check item's key
+}
+
+// keys lists the item files of the directory, without the check item:
+// every item of this vault, whether or not pikod still knows its name.
+func (f *fileStore) keys() ([]string, error) {
+	return itemFiles(f.dir, f.check)
+}
+
+// itemFiles lists the item files of dir other than the check item check.
+func itemFiles(dir, check string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing the vault directory: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); n != check && isItemName(n) && e.Type().IsRegular() {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 func (f *fileStore) get(key string) ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,7 +212,7 @@ func TestSecretService(t *testing.T) {
 		t.Skip("in a child process")
 	}
 	requireTool(t, "dbus-daemon", "gnome-keyring-daemon")
-	for _, scenario := range []string{"roundtrip", "hang"} {
+	for _, scenario := range []string{"roundtrip", "hang", "migrate"} {
 		t.Run(scenario, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "pk")
 			if err != nil {
@@ -263,6 +264,8 @@ func TestSecretServiceChild(t *testing.T) {
 		childRoundtrip(t)
 	case "hang":
 		childHang(t)
+	case "migrate":
+		childMigrate(t)
 	default:
 		t.Fatalf("unknown scenario %q", os.Getenv(childEnv))
 	}
@@ -474,4 +477,187 @@ func childHang(t *testing.T) {
 	if got, err := v.Get("a"); err != nil || string(got) != "one" {
 		t.Errorf("Get after the keyring resumed = %q, %v", got, err)
 	}
+}
+
+// childMigrate moves a file vault to the Secret Service and on, checking at
+// each step that every item reads back the same through the vault and
+// through a fresh one, that the old backend is emptied, that a conflict or
+// a failed switch changes nothing, and that nothing is written to errors.
+func childMigrate(t *testing.T) {
+	old := kdfIterations
+	kdfIterations = minKDFIterations
+	t.Cleanup(func() { kdfIterations = old })
+	k := newKeyringDaemon(t)
+	k.start()
+	state := t.TempDir()
+	base := Config{Dir: filepath.Join(state, "vault"), Service: "pikod-migrate"}
+	at := func(backend string) Config {
+		c := base
+		c.Backend = backend
+		return c
+	}
+	items := map[string]string{
+		"server/fx":  canary + "-env",
+		"oauth/hx":   canary + "-oauth",
+		approvalItem: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA",
+		"server/old": canary + "-a-server-no-longer-configured",
+	}
+	names := []string{"server/fx", "oauth/fx", "server/hx", "oauth/hx", "server/kept"}
+	v := mustOpen(t, at(BackendFile))
+	for n, val := range items {
+		if err := v.Set(n, []byte(val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds := func(what string, r *Vault, want map[string]string) {
+		t.Helper()
+		for n, val := range want {
+			if got, err := r.Get(n); err != nil || string(got) != val {
+				t.Errorf("%s: Get(%s) = %d bytes, %v; want the value stored", what, n, len(got), err)
+			}
+		}
+	}
+	holdsNone := func(what string, r *Vault) {
+		t.Helper()
+		for n := range items {
+			if _, err := r.Get(n); !errors.Is(err, contracts.ErrNotFound) {
+				t.Errorf("%s: Get(%s) = %v, want not found", what, n, err)
+			}
+		}
+	}
+	noFiles := func(what string) {
+		t.Helper()
+		for name := range snapshot(t, base.Dir) {
+			if name != "." && name != stagingDirName {
+				t.Errorf("%s: the file vault directory still holds %s", what, name)
+			}
+		}
+	}
+	noValue := func(what string, err error) {
+		t.Helper()
+		if err != nil && strings.Contains(err.Error(), canary) {
+			t.Errorf("%s: the error holds a value: %v", what, err)
+		}
+	}
+
+	// file -> secret-service: every item, the unnamed one too.
+	log := &recordingLog{}
+	res, err := v.Migrate(MigrateOptions{Target: at(BackendSecretService), Names: names, Log: log})
+	if err != nil {
+		t.Fatalf("Migrate to secret-service: %v", err)
+	}
+	if want := []string{approvalItem, "oauth/hx", "server/fx"}; !slices.Equal(res.Names, want) || res.Unnamed != 1 || res.Leftover != 0 || res.Warning != "" {
+		t.Errorf("Migrate to secret-service = %+v, want names %v and 1 unnamed", res, want)
+	}
+	if got := log.got(); !slices.Equal(got, []string{"begin", "switch", "done"}) || log.last.From != BackendFile || len(log.last.Moved) != 4 ||
+		len(log.last.Created) != 4 || !slices.Equal(log.last.Unnamed, []string{itemKey(base.Service, "server/old")}) {
+		t.Errorf("the log got %v, last %+v", got, log.last)
+	}
+	// A keyring cannot list this instance's items: the unnamed ones move
+	// on only when named by key.
+	unnamed := log.last.Unnamed
+	if v.Backend() != BackendSecretService || v.Status().Backend != "secret-service" {
+		t.Errorf("after the move the vault uses %s (%+v)", v.Backend(), v.Status())
+	}
+	holds("through the moved vault", v, items)
+	holds("through a fresh secret-service vault", mustOpen(t, at(BackendSecretService)), items)
+	noFiles("after moving to secret-service")
+
+	// A target holding other values under the same names: refused.
+	stale := mustOpen(t, at(BackendFile))
+	for n, val := range map[string]string{"server/fx": "a stale value of fx", "server/kept": "kept in the file vault"} {
+		if err := stale.Set(n, []byte(val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale.Close()
+	log = &recordingLog{}
+	_, err = v.Migrate(MigrateOptions{Target: at(BackendFile), Names: names, Keys: unnamed, Log: log})
+	if reason(err) != "vault_migrate_conflict" || !strings.Contains(err.Error(), `"server/fx"`) {
+		t.Errorf("Migrate onto different values = %v, want vault_migrate_conflict naming server/fx", err)
+	}
+	noValue("the conflict", err)
+	if got := log.got(); len(got) > 0 || v.Backend() != BackendSecretService {
+		t.Errorf("a refused conflict recorded %v and left the vault on %s", got, v.Backend())
+	}
+	// With Overwrite the values in use win; what only the target held stays.
+	res, err = v.Migrate(MigrateOptions{Target: at(BackendFile), Names: names, Keys: unnamed, Overwrite: true, Log: &recordingLog{}})
+	if err != nil {
+		t.Fatalf("Migrate to file with Overwrite: %v", err)
+	}
+	if res.Replaced != 1 || res.Unnamed != 1 || !slices.Equal(res.Kept, []string{"server/kept"}) || v.Backend() != BackendFile {
+		t.Errorf("Migrate to file with Overwrite = %+v, backend %s; want 1 replaced, server/kept kept", res, v.Backend())
+	}
+	holds("through the vault moved back", v, items)
+	holds("the kept item", v, map[string]string{"server/kept": "kept in the file vault"})
+	holdsNone("the emptied secret service", mustOpen(t, at(BackendSecretService)))
+
+	// A switch that cannot be recorded changes nothing.
+	if err := v.Delete("server/kept"); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, base.Dir)
+	log = &recordingLog{failOn: "switch"}
+	_, err = v.Migrate(MigrateOptions{Target: at(BackendSecretService), Names: names, Log: log})
+	if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("Migrate with a failing switch = %v, want an error saying nothing was changed", err)
+	}
+	if got := log.got(); !slices.Equal(got, []string{"begin", "switch", "done"}) || v.Backend() != BackendFile {
+		t.Errorf("failing switch: the log got %v, the vault uses %s; want begin, switch, done and file", got, v.Backend())
+	}
+	holdsNone("the secret service after a failed switch", mustOpen(t, at(BackendSecretService)))
+	sameSnapshot(t, "the file vault after a failed switch", before, snapshot(t, base.Dir))
+	holds("the file vault after a failed switch", v, items)
+
+	// Through the secret service to a passphrase vault in the emptied
+	// directory.
+	if _, err := v.Migrate(MigrateOptions{Target: at(BackendSecretService), Names: names, Log: &recordingLog{}}); err != nil {
+		t.Fatalf("Migrate to secret-service again: %v", err)
+	}
+	noFiles("after moving to secret-service again")
+	if _, err := v.Migrate(MigrateOptions{Target: at(BackendFileUnlock), Names: names, Log: &recordingLog{}}); reason(err) != "invalid_argument" {
+		t.Errorf("Migrate to file-unlock without a passphrase = %v, want invalid_argument", err)
+	}
+	pass := NewSecret("migrate passphrase for the test")
+	if _, err := v.Migrate(MigrateOptions{Target: at(BackendFileUnlock), Passphrase: pass, Names: names, Keys: unnamed, Log: &recordingLog{}}); err != nil {
+		t.Fatalf("Migrate to file-unlock: %v", err)
+	}
+	if v.Backend() != BackendFileUnlock || v.Locked() {
+		t.Errorf("after moving to file-unlock: backend %s, locked %v", v.Backend(), v.Locked())
+	}
+	holds("through the vault moved to file-unlock", v, items)
+	holdsNone("the secret service emptied again", mustOpen(t, at(BackendSecretService)))
+	fresh := mustOpen(t, at(BackendFileUnlock))
+	if err := fresh.Unlock(pass); err != nil {
+		t.Fatalf("unlocking the new passphrase vault: %v", err)
+	}
+	holds("through a fresh file-unlock vault", fresh, items)
+	if err := v.Unlock(NewSecret("not the passphrase")); reason(err) != "vault_wrong_passphrase" {
+		t.Errorf("Unlock of the moved vault with a wrong passphrase = %v", err)
+	}
+
+	// CleanUp in a keyring: copies of an interrupted migration that never
+	// switched go, and so do old copies of one that did.
+	keys := []string{itemKey(base.Service, "server/fx"), itemKey(base.Service, "oauth/hx")}
+	for _, switched := range []bool{false, true} {
+		ss := mustOpen(t, at(BackendSecretService))
+		for _, n := range []string{"server/fx", "oauth/hx"} {
+			if err := ss.Set(n, []byte(items[n])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := Migration{From: BackendFileUnlock, To: BackendSecretService, Moved: keys, Created: keys}
+		if switched {
+			m = Migration{From: BackendSecretService, To: BackendFileUnlock, Moved: keys}
+		}
+		if err := CleanUp(m, switched, BackendSecretService, at("")); reason(err) != "vault_in_use" {
+			t.Errorf("CleanUp (switched %v) of the backend in use = %v, want vault_in_use", switched, err)
+		}
+		if err := CleanUp(m, switched, BackendFileUnlock, at("")); err != nil {
+			t.Fatalf("CleanUp (switched %v): %v", switched, err)
+		}
+		holdsNone(fmt.Sprintf("the secret service after CleanUp (switched %v)", switched), mustOpen(t, at(BackendSecretService)))
+		holds(fmt.Sprintf("the vault in use after CleanUp (switched %v)", switched), v, items)
+	}
+	fmt.Fprintln(os.Stderr, "migrate done")
 }

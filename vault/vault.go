@@ -78,12 +78,22 @@ type store interface {
 // Vault is an opened secret store. Its methods are safe for concurrent use;
 // the keyring calls themselves are serialised.
 type Vault struct {
-	backend   string // "keychain", "secret-service", "file" or "file-unlock"
 	service   string
-	note      string
 	opTimeout time.Duration
 	log       zerolog.Logger
-	file      *fileVault // file and file-unlock only
+
+	// infoMu guards the fields that follow. They are set by Open before
+	// the Vault is shared and changed only by Migrate, which holds mu and
+	// infoMu: code under mu may read them without infoMu, code outside mu
+	// (Status, Backend) reads them under infoMu, so it never waits behind
+	// a keyring call.
+	infoMu  sync.RWMutex
+	backend string // "keychain", "secret-service", "file" or "file-unlock"
+	note    string
+	// reason says why "auto" chose the backend at this Open; "" when the
+	// backend was named.
+	reason string
+	file   *fileVault // file and file-unlock only
 
 	// locked is true while a file-unlock vault waits for Unlock. It is
 	// atomic so Status and Locked never wait behind a keyring call.
@@ -145,7 +155,8 @@ func Open(cfg Config) (*Vault, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the %s vault: %w", cfg.Backend, err)
 	}
-	v.log.Info().Str("backend", v.backend).Str("requested", cfg.Backend).Bool("locked", v.locked.Load()).Msg("vault opened")
+	v.log.Info().Str("backend", v.backend).Str("requested", cfg.Backend).Str("reason", v.reason).
+		Bool("locked", v.locked.Load()).Msg("vault opened")
 	return v, nil
 }
 
@@ -158,6 +169,7 @@ func (v *Vault) openAuto(cfg Config) error {
 		err := v.openKeychain(cfg)
 		if err == nil {
 			v.note = "auto: " + v.note
+			v.reason = "the macOS login Keychain opened"
 			return nil
 		}
 		why = err.Error()
@@ -165,6 +177,7 @@ func (v *Vault) openAuto(cfg Config) error {
 		err := v.openSecretService(cfg, cfg.BusProbe)
 		if err == nil {
 			v.note = "auto: " + v.note
+			v.reason = "the session bus answers " + ssName + ", which has a default collection"
 			return nil
 		}
 		why = err.Error()
@@ -176,13 +189,18 @@ func (v *Vault) openAuto(cfg Config) error {
 			"no keyring available (%s) and no vault directory configured for the file backend", why)
 	}
 	v.log.Warn().Str("reason", why).Msg("vault auto: using the file backend")
+	v.reason = "no keyring: " + why
 	return v.openFile(cfg, "auto: no keyring ("+why+"); ")
 }
 
-// Status reports the backend and what it protects against.
+// Status reports the backend and what it protects against, and why
+// "auto" chose it when this Open decided (Reason).
 func (v *Vault) Status() contracts.VaultStatus {
-	st := contracts.VaultStatus{Backend: v.backend, Note: v.note}
-	switch v.backend {
+	v.infoMu.RLock()
+	st := contracts.VaultStatus{Backend: v.backend, Note: v.note, Reason: v.reason}
+	backend := v.backend
+	v.infoMu.RUnlock()
+	switch backend {
 	case BackendFileUnlock:
 		st.Backend = "file"
 		if v.locked.Load() {
@@ -226,6 +244,7 @@ func (v *Vault) Set(name string, value []byte) error {
 	}
 	key := itemKey(v.service, name)
 	val := bytes.Clone(value) // the call may outlive this method on timeout
+	backend := v.Backend()
 	err := v.call(func(s store) error {
 		if err := s.set(key, val); err != nil {
 			return err
@@ -236,7 +255,7 @@ func (v *Vault) Set(name string, value []byte) error {
 		}
 		if !bytes.Equal(got, val) {
 			return contracts.Errorf(contracts.ErrInternal, "vault_verify_failed",
-				"the %s backend returned a different value than was written", v.backend)
+				"the %s backend returned a different value than was written", backend)
 		}
 		return nil
 	})
@@ -337,7 +356,7 @@ func (v *Vault) opError(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
-		"the %s backend failed: %v", v.backend, err))
+		"the %s backend failed: %v", v.Backend(), err))
 }
 
 func errLocked() error {
@@ -436,4 +455,17 @@ func openRing(kc keyring.Config, d time.Duration, wantType string) (keyring.Keyr
 
 // Backend returns the backend in use: keychain, secret-service, file or
 // file-unlock.
-func (v *Vault) Backend() string { return v.backend }
+func (v *Vault) Backend() string {
+	v.infoMu.RLock()
+	defer v.infoMu.RUnlock()
+	return v.backend
+}
+
+// Reason says why "auto" chose the backend when Open decided, e.g. "no
+// keyring: the session bus is disabled (DBUS_SESSION_BUS_ADDRESS=disabled:)";
+// "" when the backend was named. It never holds a secret.
+func (v *Vault) Reason() string {
+	v.infoMu.RLock()
+	defer v.infoMu.RUnlock()
+	return v.reason
+}

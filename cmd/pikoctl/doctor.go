@@ -28,7 +28,8 @@ func (a *app) newDoctorCmd() *cobra.Command {
 		Short: "Check the daemon, its socket, the vault, the session bus, node/npx/uvx and the clock",
 		Long: `doctor checks what pikod needs and says what to do about each problem:
 whether pikod answers on its socket (and speaks this pikoctl's API), the
-socket's owner and mode, the vault backend pikod uses and why, the D-Bus
+socket's owner and mode, the vault backend pikod uses, why (what auto found
+at the first start), that it is pinned and how to move it, the D-Bus
 session bus the keyring backend needs, whether node, npx and uvx are on the
 PATH stdio servers get (the installed service's PATH when there is one,
 else this shell's), and the system clock. Exit 0 when nothing failed.`,
@@ -105,6 +106,13 @@ func (a *app) doctor(ctx context.Context) []doctorCheck {
 				level = "warn"
 			}
 			add(level, "vault", "backend %s: %s", st.Vault.Backend, why)
+			// How it was chosen, why, whether it is pinned, how to move.
+			if st.Vault.Chosen != "" {
+				add("ok", "vault", "%s", st.Vault.Chosen)
+			}
+			if st.Vault.Warning != "" {
+				add("warn", "vault", "%s", st.Vault.Warning)
+			}
 		}
 	}
 	// The session bus the keyring backend talks to.

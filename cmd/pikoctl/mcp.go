@@ -255,6 +255,9 @@ func writeStatus(w *errWriter, res *contracts.StatusResult) error {
 			line += " (" + clean(res.Vault.Note) + ")"
 		}
 		fmt.Fprintln(w, line)
+		if res.Vault.Warning != "" {
+			fmt.Fprintln(w, "vault warning: "+clean(res.Vault.Warning))
+		}
 	}
 	fmt.Fprintln(w, approvalsLine(res.Approvals))
 	return w.err

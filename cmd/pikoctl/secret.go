@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pikod/pikod/contracts"
@@ -140,5 +141,154 @@ func (a *app) newVaultCmd() *cobra.Command {
 			return nil
 		},
 	})
+	v.AddCommand(a.newVaultMigrateCmd())
 	return v
+}
+
+// migrateBackends are the backends 'vault migrate --to' accepts.
+var migrateBackends = []string{contracts.VaultSecretService, contracts.VaultKeychain, contracts.VaultFile, contracts.VaultFileUnlock}
+
+func (a *app) newVaultMigrateCmd() *cobra.Command {
+	var to string
+	var overwrite bool
+	cmd := &cobra.Command{
+		Use:   "migrate --to secret-service|keychain|file|file-unlock",
+		Short: "Move every stored credential to another vault backend and pin it (terminal only)",
+		Long: `migrate moves every credential the vault holds to another backend, and makes
+that the backend pikod uses from now on: it is pinned in pikod.db, so a start
+with --vault auto (the default) keeps it, whatever is reachable then.
+
+  pikoctl vault migrate --to secret-service   GNOME Keyring or KWallet (Linux)
+  pikoctl vault migrate --to keychain         the macOS login Keychain
+  pikoctl vault migrate --to file             STATE/vault, key in STATE/vault.key
+  pikoctl vault migrate --to file-unlock      STATE/vault, under a passphrase you type
+
+What moves: each server's credentials with their identity binding (they keep
+working for the same command, arguments, working directory or URL), OAuth
+grants and registered clients, and the approval passphrase's hash. From a
+file vault every item moves, also those of servers no longer configured; a
+keyring cannot tell this instance's items from other programs', so from one
+move the items of the configured servers, the passphrase hash and the
+items an earlier migration brought there; anything else stays where it is.
+
+How: pikod writes each item to the new backend and reads it back, then reads
+every one back again and compares it byte for byte, then records the new
+backend as pinned, and only then removes the old copies (an emptied file
+vault loses its check item too, so either file mode can use the directory
+later). A failure before that record removes what was written and changes
+nothing. An interruption (a crash, a kill) loses nothing either: every item
+is where the pinned backend finds it, and pikod removes the leftover copies
+at its next start. Only item names are ever printed or logged.
+
+It refuses, changing nothing, when the new backend is not available (the
+secret service must be reachable on the session bus when pikod starts: set
+DBUS_SESSION_BUS_ADDRESS for pikod, or its service, and restart it), when it
+is the backend in use, between file and file-unlock (one directory: go
+through secret-service or keychain), while the vault is locked ('pikoctl
+vault unlock' first), and when the new backend already holds different
+values under the same names (--overwrite replaces them with the ones in
+use).
+
+Moving the credentials decides for you, so this is terminal-only: it asks
+you to type the backend's name, the file-unlock passphrase (twice) and the
+approval passphrase when one is set. A pikod started with --vault (or
+PIKO_VAULT) opens that backend again at its next start: drop the flag after
+migrating. 'pikoctl doctor' and 'pikoctl mcp status' show the backend, why
+it was chosen and whether it is pinned.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains(migrateBackends, to) {
+				return usageErrorf("give --to %s", strings.Join(migrateBackends, "|"))
+			}
+			hint := "run 'pikoctl vault migrate --to " + to + "' yourself in your terminal"
+			if !a.stdinIsTerminal() {
+				return contracts.WithHint(errors.New("stdin is not the terminal: moving the credentials needs you typing at the terminal, not a pipe"), hint)
+			}
+			var st contracts.StatusResult
+			if err := a.call(cmd.Context(), contracts.MethodMCPStatus, contracts.StatusParams{}, &st); err != nil {
+				return err
+			}
+			from := st.Vault.Backend
+			switch {
+			case st.Vault.Locked:
+				return contracts.WithHint(errors.New("the vault is locked, so its credentials cannot be read to move them: nothing was asked or sent"),
+					"run 'pikoctl vault unlock', then migrate")
+			case from == to && to != contracts.VaultFile: // status says "file" for file-unlock too: the daemon tells them apart
+				return contracts.WithHint(fmt.Errorf("the vault already uses the %s backend: nothing to move", clean(to)),
+					"'pikoctl doctor' shows the backend in use; name another one")
+			}
+			tty, err := a.openTTY()
+			if err != nil {
+				return contracts.WithHint(err, hint)
+			}
+			defer tty.Close()
+			gate, err := a.approvalGate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			answer, err := tty.Ask(fmt.Sprintf("This moves every stored credential from the %s backend to %s and pins %s for this instance.\n"+
+				"Type the backend's name (%s) to move, anything else to keep everything as it is: ", clean(from), to, to, to))
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(answer) != to {
+				fmt.Fprintln(a.stderr, "not moved: the vault stays as it is")
+				return &statusExit{code: exitFailure, msg: "not moved"}
+			}
+			params := contracts.VaultMigrateParams{To: to, Overwrite: overwrite}
+			if to == contracts.VaultFileUnlock {
+				pass, err := askPassphrase(tty, "passphrase of the file-unlock vault (the one it has, or a new one): ")
+				if err != nil {
+					return err
+				}
+				again, err := askPassphrase(tty, "the passphrase again: ")
+				if err != nil {
+					return err
+				}
+				if again != pass {
+					return errors.New("the two passphrases differ: nothing was sent")
+				}
+				params.VaultPassphrase = pass
+			}
+			if gate.PassphraseSet {
+				if params.Passphrase, err = askPassphrase(tty, "approval passphrase: "); err != nil {
+					return err
+				}
+			}
+			var res contracts.VaultMigrateResult
+			if printed, err := a.callOrPrint(cmd.Context(), contracts.MethodVaultMigrate, params, &res); printed || err != nil {
+				if printed && res.Warning != "" {
+					fmt.Fprintf(a.stderr, "warning: %s\n", clean(res.Warning))
+				}
+				return err
+			}
+			names := "nothing was stored"
+			if len(res.Moved) > 0 {
+				names = strings.Join(res.Moved, ", ")
+			}
+			if res.Unnamed > 0 {
+				names += fmt.Sprintf(" and %d item(s) of servers no longer configured", res.Unnamed)
+			}
+			fmt.Fprintf(a.stdout, "moved %d item(s) from %s to %s: %s\n", len(res.Moved)+res.Unnamed, clean(res.From), clean(res.To), clean(names))
+			fmt.Fprintln(a.stdout, "each was written, read back and compared byte for byte before the new backend was pinned and the old copies removed")
+			if res.Replaced > 0 {
+				fmt.Fprintf(a.stdout, "replaced %d different value(s) %s held (--overwrite)\n", res.Replaced, clean(res.To))
+			}
+			if len(res.Kept)+res.KeptUnnamed > 0 {
+				kept := strings.Join(res.Kept, ", ")
+				if res.KeptUnnamed > 0 {
+					kept = strings.TrimPrefix(kept+fmt.Sprintf(", %d item(s) of no configured server", res.KeptUnnamed), ", ")
+				}
+				fmt.Fprintf(a.stdout, "kept what %s already held and %s did not: %s\n", clean(res.To), clean(res.From), clean(kept))
+			}
+			fmt.Fprintf(a.stdout, "pikod now uses %s, pinned for this instance\n", clean(res.Vault.Backend))
+			if res.Warning != "" {
+				fmt.Fprintf(a.stderr, "warning: %s\n", clean(res.Warning))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the backend to move to: "+strings.Join(migrateBackends, ", "))
+	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "let the values in use replace different ones the new backend already holds under the same names")
+	return cmd
 }
