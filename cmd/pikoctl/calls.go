@@ -530,7 +530,7 @@ belongs to another user, or that are not in its foreground job. The call then
 runs once, on the connection it was approved for, with an mcp_approved
 receipt; exit status as for 'pikoctl mcp call'.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("nothing was approved", func(cmd *cobra.Command, args []string) error {
 			hint := "run 'pikoctl mcp approve " + args[0] + "' yourself in your terminal"
 			if !a.stdinIsTerminal() {
 				return contracts.WithHint(errors.New("stdin is not the terminal: approving needs you typing at the terminal, not a pipe"), hint)
@@ -603,7 +603,7 @@ receipt; exit status as for 'pikoctl mcp call'.`,
 				err = a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove, params)
 			}
 			return err
-		},
+		}),
 	}
 }
 

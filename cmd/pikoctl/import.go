@@ -779,9 +779,24 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 		}
 	}()
 	var missing []string
-	for _, s := range plan.Servers {
+	for i, s := range plan.Servers {
 		if s.Skipped != "" || len(s.Secrets) == 0 {
 			continue
+		}
+		// askErr is a failed question: a Ctrl-C says what is saved and
+		// what is left to store.
+		askErr := func(err error) error {
+			if errors.Is(err, errInterrupted) {
+				var left []string
+				for _, r := range plan.Servers[i:] {
+					if r.Skipped == "" && len(r.Secrets) > 0 {
+						left = append(left, r.Settings.ID)
+					}
+				}
+				return &promptCancelled{what: fmt.Sprintf("the servers are saved, but the credentials of %s were not stored: store them with 'pikoctl mcp secret SERVER'",
+					strings.Join(left, ", "))}
+			}
+			return fmt.Errorf("reading a credential at the terminal: %w", err)
 		}
 		creds := map[string]map[string]string{}
 		var left []string
@@ -798,7 +813,7 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 				if t := getTTY(); t != nil {
 					v, err := t.AskHidden(fmt.Sprintf("%s for %s: Enter stores the value from the file, or type another (hidden): ", sec.field(), s.Settings.ID))
 					if err != nil {
-						return fmt.Errorf("reading a credential at the terminal: %w", err)
+						return askErr(err)
 					}
 					if v != "" {
 						val = v
@@ -815,7 +830,7 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 					}
 					v, err := t.AskHidden(fmt.Sprintf("%s for %s %s (hidden; empty skips): ", refPrompt(r, inputs), s.Settings.ID, sec.field()))
 					if err != nil {
-						return fmt.Errorf("reading a credential at the terminal: %w", err)
+						return askErr(err)
 					}
 					ans = v
 					answers[r] = ans

@@ -321,7 +321,7 @@ answer so without asking. Like approve, respond is terminal-only (and asks
 the owner approval passphrase when one is set). Do not enter credentials
 you would not give that server.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("nothing was sent (the request still waits)", func(cmd *cobra.Command, args []string) error {
 			if decline && cancel {
 				return errors.New("give --decline or --cancel, not both")
 			}
@@ -386,7 +386,7 @@ you would not give that server.`,
 			}
 			fmt.Fprintf(a.stdout, "request %s: %s\n", clean(res.RequestID), clean(res.State))
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&decline, "decline", false, "decline the request without asking")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel (dismiss) the request without asking")

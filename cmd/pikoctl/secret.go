@@ -15,8 +15,21 @@ import (
 // readPrivate reads one private line: from a terminal with echo off (and
 // a prompt on stderr), else all of stdin. Secrets never come from
 // arguments, which other users can see in ps.
+//
+// At a terminal the line is read from /dev/tty, like every other question
+// pikoctl asks there, so Ctrl-C at the prompt cancels it (errInterrupted)
+// with echo turned back on.
 func (a *app) readPrivate(prompt string) ([]byte, error) {
 	if a.stdinIsTerminal() {
+		if tty, err := a.openTTY(); err == nil {
+			defer tty.Close()
+			line, err := tty.AskHidden(prompt)
+			if err != nil {
+				return nil, err
+			}
+			return []byte(line), nil
+		}
+		// stdin is a terminal, but not the controlling one.
 		f, ok := a.stdin.(*os.File)
 		if !ok {
 			return nil, errors.New("stdin is a terminal but cannot be read without echo")

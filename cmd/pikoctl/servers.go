@@ -648,6 +648,10 @@ func (a *app) edit(ctx context.Context, id string) error {
 		}
 		ans, aerr := tty.Ask("edit again? [Y/n] ")
 		tty.Close()
+		if errors.Is(aerr, errInterrupted) {
+			keep = true
+			return &promptCancelled{what: "nothing was saved; your text is kept in " + path}
+		}
 		if aerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(ans)), "n") {
 			keep = true
 			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s\n", path)

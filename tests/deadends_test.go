@@ -1,0 +1,134 @@
+package tests
+
+// Dead ends (issue 19, item 4): every refusal and every interruption of
+// pikoctl names the way out, and nothing typed is lost on the way.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// echoIsOn reports whether p's terminal echoes again (checked after the
+// program on it ended: one that turned echo off must turn it back on).
+func echoIsOn(t testing.TB, p *ttyProc) bool {
+	t.Helper()
+	n, err := unix.IoctlGetUint32(int(p.master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("finding the terminal's name: %v", err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening the terminal: %v", err)
+	}
+	defer slave.Close()
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatalf("reading the terminal's modes: %v", err)
+	}
+	return tio.Lflag&unix.ECHO != 0
+}
+
+// interruptAt waits for prompt on p's terminal, types Ctrl-C, and wants
+// pikoctl to say "pikoctl: cancelled: want" and exit 130.
+func interruptAt(t *testing.T, p *ttyProc, prompt, want string) string {
+	t.Helper()
+	p.waitFor(t, prompt)
+	p.interrupt(t)
+	p.waitFor(t, "pikoctl: cancelled: "+want)
+	out, code := p.wait(t)
+	out = strings.ReplaceAll(out, "\r\n", "\n")
+	if code != 130 {
+		t.Fatalf("exit %d after Ctrl-C at %q, want 130; terminal:\n%s", code, prompt, out)
+	}
+	return out
+}
+
+// TestCtrlCAtPrompts: Ctrl-C at any pikoctl prompt ends it at once with
+// exit 130 and says what it did not do: approve's digest question,
+// secret's masked line (echo back on afterwards), edit's "edit again?",
+// respond's questions.
+func TestCtrlCAtPrompts(t *testing.T) {
+	t.Parallel()
+	d, callLog := approvalDaemon(t)
+
+	t.Run("approve", func(t *testing.T) {
+		nonce := "ctrlc-" + randomHex(t, 8)
+		prep := prepareCount(t, d, "fx", nonce)
+		p := ctlTTY(t, d, "mcp", "approve", prep.ActionID)
+		interruptAt(t, p, approvePrompt, "nothing was approved")
+		wantState(t, d, prep.ActionID, contracts.ActionPrepared)
+		wantNonce(t, callLog, nonce, 0)
+	})
+
+	t.Run("secret", func(t *testing.T) {
+		p := ctlTTY(t, d, "mcp", "secret", "fx")
+		p.waitFor(t, "credentials for fx")
+		waitNoEcho(t, p)
+		interruptAt(t, p, "credentials for fx", "nothing was sent")
+		if !echoIsOn(t, p) {
+			t.Errorf("the terminal's echo is still off after Ctrl-C at the masked prompt")
+		}
+		var st contracts.StatusResult
+		d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{Server: "fx"}, &st)
+		if len(st.Servers) != 1 || len(st.Servers[0].CredentialFields) != 0 {
+			t.Errorf("credentials after Ctrl-C: %+v, want none stored", st.Servers)
+		}
+	})
+
+	t.Run("edit again", func(t *testing.T) {
+		editor := filepath.Join(t.TempDir(), "editor.sh")
+		script := "#!/bin/sh\nsed -i 's/\"timeoutMs\": 10000/\"timeoutMs\": 5/' \"$1\"\n"
+		if err := os.WriteFile(editor, []byte(script), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(pikoctlBin, "--socket", d.socket, "mcp", "edit", "fx")
+		cmd.Env = append(minimalEnv(t.TempDir()), "EDITOR="+editor)
+		p := startTTY(t, cmd)
+		out := interruptAt(t, p, "edit again? [Y/n] ", "nothing was saved; your text is kept in ")
+		kept := keptFile(t, out)
+		if b, err := os.ReadFile(kept); err != nil || !strings.Contains(string(b), `"timeoutMs": 5`) {
+			t.Errorf("the kept file %s: %v, %q; want the edited text", kept, err, b)
+		}
+		if srv, _ := savedServers(t, d); srv["fx"].TimeoutMs != 10000 {
+			t.Errorf("timeoutMs after a cancelled edit: %d, want 10000", srv["fx"].TimeoutMs)
+		}
+	})
+
+	t.Run("respond", func(t *testing.T) {
+		d := askWithDaemon(t)
+		call := ctlProgress(t, d, `{"message":"name?","schema":{"type":"object","properties":{"name":{"type":"string"}}}}`, "mcp", "call", "fx", "ask-with")
+		req := waitPending(t, d, "fx")
+		p := ctlTTY(t, d, "mcp", "respond", req.ID)
+		p.waitFor(t, "(a/d/c): ")
+		p.typeLine(t, "a")
+		interruptAt(t, p, "│ name: ", "nothing was sent")
+		if st := requestState(t, d, req.ID); st.State != contracts.RequestPending {
+			t.Errorf("request after Ctrl-C: %s, want still pending", st.State)
+		}
+		if call.exited() {
+			t.Errorf("the call ended: the server got an answer; stdout %q", call.stdout.String())
+		}
+	})
+}
+
+// keptFile finds the path pikoctl named after "your text is kept in ".
+func keptFile(t testing.TB, out string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "your text is kept in ")
+	if !ok {
+		t.Fatalf("no kept file named; output:\n%s", out)
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		t.Fatalf("no kept file named; output:\n%s", out)
+	}
+	return strings.TrimRight(f[0], ":;,.")
+}
