@@ -381,6 +381,11 @@ func (w *walker) settings(root *jsonValue) *MCPSettings {
 	s := &MCPSettings{}
 	found := false
 	w.members(root, "", func(key, field string, v *jsonValue) {
+		if key == "mcpServers" {
+			// Claude Desktop's and Cursor's file, given to configure.
+			w.add(field, "unknown property: mcpServers is the Claude Desktop and Cursor format: add those servers with 'pikoctl mcp import FILE'")
+			return
+		}
 		if key != "servers" {
 			w.unknownOf(key, field, topLevelKeys)
 			return

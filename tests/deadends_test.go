@@ -132,3 +132,36 @@ func keptFile(t testing.TB, out string) string {
 	}
 	return strings.TrimRight(f[0], ":;,.")
 }
+
+// TestConfigureForeignFile: configure given another client's file (Claude
+// Desktop's or Cursor's mcpServers, VS Code's servers, Codex's TOML) saves
+// nothing and names 'pikoctl mcp import FILE', which reads it.
+func TestConfigureForeignFile(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	for _, tc := range []struct{ name, file, content string }{
+		{"claude desktop", "claude_desktop_config.json", `{"mcpServers":{"files":{"command":"npx","args":["-y","server-filesystem"]}}}`},
+		{"vscode", "mcp.json", `{"servers":{"files":{"type":"stdio","command":"npx"}}}`},
+		{"codex", "config.toml", "[mcp_servers.files]\ncommand = \"npx\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.file, tc.content)
+			stderr := ctlFails(t, d, 1, "mcp", "configure", path)
+			if want := "'pikoctl mcp import " + path + "'"; !strings.Contains(stderr, want) || !strings.Contains(stderr, "nothing was saved") {
+				t.Errorf("configure %s: stderr %q; want %s and nothing saved", tc.file, stderr, want)
+			}
+			if strings.Contains(stderr, "unknown property") {
+				t.Errorf("configure %s: stderr %q still lists the file's fields as unknown properties", tc.file, stderr)
+			}
+		})
+	}
+	_, stderr, code := runCtl(t, d, `{"mcpServers":{}}`, "mcp", "configure", "-")
+	if code != 1 || !strings.Contains(stderr, "'pikoctl mcp import -'") {
+		t.Errorf("configure - with mcpServers: exit %d, stderr %q; want the import command", code, stderr)
+	}
+	if res := readSettings(t, d); res.Revision != 0 {
+		t.Errorf("the settings were saved (revision %d)", res.Revision)
+	}
+	// pikod's own settings still save.
+	ctlOK(t, d, mcpSettings(t), "mcp", "configure", "-")
+}
