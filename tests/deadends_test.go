@@ -165,3 +165,37 @@ func TestConfigureForeignFile(t *testing.T) {
 	// pikod's own settings still save.
 	ctlOK(t, d, mcpSettings(t), "mcp", "configure", "-")
 }
+
+// TestImportAllowPrivateNetwork: an entry for an http server on loopback
+// is skipped with the option that imports it; with --allow-private-network
+// NAME the review shows it, and the server is saved and connects.
+func TestImportAllowPrivateNetwork(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	fx := startFixtureServer(t, "http", "127.0.0.1:0")
+	file := writeFile(t, "claude_desktop_config.json",
+		`{"mcpServers":{"local web":{"type":"http","url":"`+fx.url+`"},"tool":{"command":"`+fixtureBin+`"}}}`)
+
+	out := ctlOK(t, d, "", "mcp", "import", file)
+	if !strings.Contains(out, "local web: SKIPPED") || !strings.Contains(out, "--allow-private-network 'local web'") {
+		t.Errorf("import without the option: want the entry skipped naming --allow-private-network 'local web'; stdout:\n%s", out)
+	}
+	if stderr := ctlFails(t, d, 2, "mcp", "import", file, "--allow-private-network", "tool"); !strings.Contains(stderr, "local program") {
+		t.Errorf("--allow-private-network on a stdio entry: stderr %q, want it refused", stderr)
+	}
+	if stderr := ctlFails(t, d, 2, "mcp", "import", file, "--allow-private-network", "nope"); !strings.Contains(stderr, "no such entry") {
+		t.Errorf("--allow-private-network on an unknown entry: stderr %q, want it refused", stderr)
+	}
+
+	out = ctlOK(t, d, "", "mcp", "import", file, "--only", "local web", "--allow-private-network", "local web", "--apply")
+	for _, want := range []string{"local web -> local-web (http)", "allowPrivateNetwork: yes (--allow-private-network)",
+		`widens: server "local-web": its endpoint may be on this machine or a private network`, "added: local-web"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("import --allow-private-network --apply: stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if srv, _ := savedServers(t, d); !srv["local-web"].AllowPrivateNetwork || srv["local-web"].URL != fx.url {
+		t.Fatalf("saved local-web = %+v, want its url with allowPrivateNetwork", srv["local-web"])
+	}
+	connectServer(t, d, "local-web")
+}
