@@ -199,3 +199,78 @@ func TestImportAllowPrivateNetwork(t *testing.T) {
 	}
 	connectServer(t, d, "local-web")
 }
+
+// editorScript writes an $EDITOR that runs script with the file as $1.
+func editorScript(t testing.TB, script string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "editor.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEditFromKeptFile: the file a refused edit keeps (one server's entry,
+// or the whole settings after revision_moved) is named with the command
+// that retries it, 'pikoctl mcp edit [SERVER] --from FILE', and that
+// command saves it on top of the current settings.
+func TestEditFromKeptFile(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	ctlOK(t, d, "", "mcp", "add", "fx", "--timeout-ms", "5000", "--", fixtureBin)
+	ctlOK(t, d, "", "mcp", "add", "gx", "--timeout-ms", "5000", "--", fixtureBin, "--tools", "1")
+	env := func(editor string) []string {
+		return []string{"EDITOR=" + editor, "PIKOCTL=" + pikoctlBin, "SOCK=" + d.socket}
+	}
+
+	t.Run("one server", func(t *testing.T) {
+		bad := editorScript(t, `sed -i 's/"timeoutMs": 5000/"timeoutMs": 5/' "$1"`)
+		_, stderr, code := runCtlEnv(t, d, env(bad), "", "mcp", "edit", "fx")
+		kept := keptFile(t, stderr)
+		if want := "'pikoctl mcp edit fx --from " + kept + "'"; code != 1 || !strings.Contains(stderr, want) {
+			t.Fatalf("a refused edit: exit %d, stderr %q; want %s", code, stderr, want)
+		}
+		fix := editorScript(t, `sed -i 's/"timeoutMs": 5,/"timeoutMs": 7000,/; s/"timeoutMs": 5$/"timeoutMs": 7000/' "$1"`)
+		// The id comes from the file when SERVER is not given.
+		stdout, stderr, code := runCtlEnv(t, d, env(fix), "", "mcp", "edit", "--from", kept)
+		if code != 0 || !strings.Contains(stdout, "changed: fx") {
+			t.Fatalf("edit --from %s: exit %d\n%s%s", kept, code, stdout, stderr)
+		}
+		if srv, _ := savedServers(t, d); srv["fx"].TimeoutMs != 7000 || srv["gx"].TimeoutMs != 5000 {
+			t.Errorf("after edit --from: fx %d, gx %d; want 7000 and 5000 (gx untouched)", srv["fx"].TimeoutMs, srv["gx"].TimeoutMs)
+		}
+		if _, err := os.Stat(kept); !os.IsNotExist(err) {
+			t.Errorf("the kept file %s is still there after its text was saved (%v)", kept, err)
+		}
+	})
+
+	t.Run("whole settings after revision_moved", func(t *testing.T) {
+		// Someone else saves while the editor is open.
+		racing := editorScript(t, `"$PIKOCTL" --socket "$SOCK" mcp disable gx >/dev/null || exit 9
+sed -i 's/"timeoutMs": 5000/"timeoutMs": 8000/' "$1"`)
+		_, stderr, code := runCtlEnv(t, d, env(racing), "", "mcp", "edit")
+		kept := keptFile(t, stderr)
+		if want := "'pikoctl mcp edit --from " + kept + "'"; code != 1 || !strings.Contains(stderr, want) ||
+			!strings.Contains(stderr, "settings are at revision") {
+			t.Fatalf("an edit overtaken by another save: exit %d, stderr %q; want revision_moved and %s", code, stderr, want)
+		}
+		stdout, stderr, code := runCtlEnv(t, d, env("true"), "", "mcp", "edit", "--from", kept)
+		if code != 0 || !strings.Contains(stdout, "changed: gx") {
+			t.Fatalf("edit --from %s: exit %d\n%s%s", kept, code, stdout, stderr)
+		}
+		if srv, _ := savedServers(t, d); srv["gx"].TimeoutMs != 8000 {
+			t.Errorf("after edit --from: gx timeoutMs %d, want 8000", srv["gx"].TimeoutMs)
+		}
+	})
+
+	t.Run("wrong shape", func(t *testing.T) {
+		whole := writeFile(t, "whole.json", mcpSettings(t))
+		if stderr := ctlFails(t, d, 1, "mcp", "edit", "fx", "--from", whole); !strings.Contains(stderr, "pikoctl mcp edit --from "+whole) {
+			t.Errorf("edit fx --from a whole-settings file: stderr %q; want the command without SERVER", stderr)
+		}
+		other := writeFile(t, "other.json", `{"id":"nope","transport":"stdio","command":"x"}`)
+		if stderr := ctlFails(t, d, 1, "mcp", "edit", "--from", other); !strings.Contains(stderr, "pikoctl mcp edit SERVER --from "+other) {
+			t.Errorf("edit --from an entry of an unknown server: stderr %q; want the command naming SERVER", stderr)
+		}
+	})
+}
