@@ -274,3 +274,48 @@ sed -i 's/"timeoutMs": 5000/"timeoutMs": 8000/' "$1"`)
 		}
 	})
 }
+
+// TestJSONErrorsSayWhere: a JSON syntax error names its line and column;
+// in a settings file or a command-line argument it also shows the line
+// around it with a caret, while credentials and arguments on stdin, which
+// may hold secrets, are never quoted.
+func TestJSONErrorsSayWhere(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+
+	bad := writeFile(t, "mcp.json", "{\"servers\": [\n  {\"id\": \"a\", \"transport\": \"stdio\" \"command\": \"x\"}\n]}\n")
+	stderr := ctlFails(t, d, 1, "mcp", "configure", bad)
+	for _, want := range []string{"line 2, column 36", `  2 |   {"id": "a", "transport": "stdio" "command": "x"}`,
+		"\n    | " + strings.Repeat(" ", 35) + "^"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("configure with a syntax error: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	stderr = ctlFails(t, d, 2, "mcp", "call", "fx", "echo", "--args-json", `{"text": hi}`)
+	if !strings.Contains(stderr, "line 1, column 10") || !strings.Contains(stderr, `  1 | {"text": hi}`) {
+		t.Errorf("call --args-json with a syntax error: stderr %q; want line 1, column 10 and the text", stderr)
+	}
+
+	secret := strings.Trim(newCanary(t, true), `"\<&>`)
+	for _, tc := range []struct {
+		name, stdin, want string
+		args              []string
+	}{
+		{"secret", "{\"env\":\n {\"FX_TOKEN\": " + secret + "\"}}", "line 2, column 15", []string{"mcp", "secret", "fx"}},
+		{"secret cut short", `{"env":{"FX_TOKEN":"` + secret, "line 1, column 43", []string{"mcp", "secret", "fx"}},
+		{"call on stdin", `{"token": ` + secret + `}`, "line 1, column 11", []string{"mcp", "call", "fx", "echo"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := runCtl(t, d, tc.stdin, tc.args...)
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %s", code, stderr, tc.want)
+			}
+			for _, part := range []string{secret, secret[:8], secret[len(secret)-8:]} {
+				if strings.Contains(stdout+stderr, part) {
+					t.Errorf("the error quotes the secret (%q); stderr %q", part, stderr)
+				}
+			}
+		})
+	}
+}

@@ -101,7 +101,7 @@ A second Ctrl-C quits at once.`,
 					return err
 				}
 				if len(strings.TrimSpace(string(in))) > 0 {
-					obj, err := jsonObject(in, "the arguments")
+					obj, err := jsonObjectPrivate(in, "the arguments on stdin")
 					if err != nil {
 						return err
 					}

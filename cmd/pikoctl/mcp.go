@@ -59,7 +59,11 @@ settings are saved only if the stored revision is still the one it names.`,
 			if err := foreignSettings(args[0], in); err != nil {
 				return err
 			}
-			settings, err := jsonObject(in, "the settings")
+			what := "the settings in " + clean(args[0])
+			if args[0] == "-" {
+				what = "the settings on stdin"
+			}
+			settings, err := jsonObject(in, what)
 			if err != nil {
 				return err
 			}

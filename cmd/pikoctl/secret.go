@@ -88,10 +88,9 @@ status, logs), but only values of at least 6 characters: a shorter one
 				}
 				return errors.New(`no credentials on stdin: send a JSON object, or {} to clear`)
 			}
-			var obj map[string]any
-			if err := json.Unmarshal(in, &obj); err != nil || obj == nil {
-				// Never echo the input: it holds secrets.
-				return errors.New(`the credentials are not one JSON object: send e.g. {"env":{"NAME":"VALUE"}}`)
+			obj, err := credentialsObject(in)
+			if err != nil {
+				return err
 			}
 			var raw json.RawMessage
 			if err := a.call(cmd.Context(), contracts.MethodSecret,
@@ -127,6 +126,22 @@ status, logs), but only values of at least 6 characters: a shorter one
 	}
 	cmd.Flags().BoolVar(&merge, "merge", false, "add to or replace the fields given and keep the other stored ones")
 	return cmd
+}
+
+// credentialsObject decodes the credentials typed or piped to secret. Its
+// errors say where the JSON is wrong, never what it holds: it holds
+// secrets.
+func credentialsObject(in []byte) (map[string]any, error) {
+	var obj map[string]any
+	err := json.Unmarshal(in, &obj)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf(`the credentials are not valid JSON: %s (not shown: they are secret); send one object such as {"env":{"NAME":"VALUE"}}`, jsonSyntax(in, err, false))
+	case err != nil || obj == nil:
+		return nil, errors.New(`the credentials are not one JSON object: send e.g. {"env":{"NAME":"VALUE"}}`)
+	}
+	return obj, nil
 }
 
 func (a *app) newVaultCmd() *cobra.Command {
