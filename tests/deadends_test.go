@@ -319,3 +319,59 @@ func TestJSONErrorsSayWhere(t *testing.T) {
 		})
 	}
 }
+
+// typeAfter waits until p's terminal shows prompt after the last marker
+// (a question asked again: pikoctl discards what is typed before its
+// prompt shows) and types line.
+func typeAfter(t *testing.T, p *ttyProc, marker, prompt, line string) {
+	t.Helper()
+	poll(t, fmt.Sprintf("%q after %q", prompt, marker), func() bool {
+		out := p.out.String()
+		i := strings.LastIndex(out, marker)
+		return i >= 0 && strings.Contains(out[i:], prompt)
+	}, p.out.String)
+	p.typeLine(t, line)
+}
+
+// TestRespondChecksEachField: each field of a form elicitation is checked
+// as it is typed (type, required, enum, bounds) and only that field is
+// asked again; the answers already given stay, and the whole answer goes
+// to the server.
+func TestRespondChecksEachField(t *testing.T) {
+	t.Parallel()
+	d := askWithDaemon(t)
+	args := `{"message":"who are you?","schema":{"type":"object","properties":{` +
+		`"age":{"type":"integer","minimum":18,"maximum":130},` +
+		`"color":{"type":"string","enum":["red","green"]},` +
+		`"name":{"type":"string","minLength":2}},"required":["name"]}}`
+	call := ctlProgress(t, d, args, "mcp", "call", "fx", "ask-with")
+	req := waitPending(t, d, "fx")
+	p := ctlTTY(t, d, "mcp", "respond", req.ID)
+	p.waitFor(t, "(a/d/c): ")
+	p.typeLine(t, "a")
+	for _, step := range []struct{ marker, prompt, line string }{
+		{"(integer; 18 to 130)", "fx │ age: ", "abc"},
+		{"not accepted: type a whole number; try again", "fx │ age: ", "7"},
+		{"not accepted: type a number of at least 18; try again", "fx │ age: ", "42"},
+		{"fx │ color", "fx │ color: ", "blue"},
+		{"not accepted: type one of the choices shown above; try again", "fx │ color: ", "green"},
+		{"fx │ name (string; at least 2 characters) [required]", "fx │ name: ", ""},
+		{"not accepted: this field is required and has no default", "fx │ name: ", "A"},
+		{"not accepted: type at least 2 characters (that was 1); try again", "fx │ name: ", "Ada"},
+	} {
+		typeAfter(t, p, step.marker, step.prompt, step.line)
+	}
+	out, code := p.wait(t)
+	if code != 0 || !strings.Contains(out, "request "+req.ID+": answered") {
+		t.Fatalf("respond: exit %d; terminal:\n%s", code, out)
+	}
+	if code := call.wait(t); code != 0 {
+		t.Fatalf("the call exited %d; stdout %q", code, call.stdout.String())
+	}
+	got := call.stdout.String()
+	for _, want := range []string{`"age":42`, `"color":"green"`, `"name":"Ada"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the server's answer lacks %s: %q", want, got)
+		}
+	}
+}
