@@ -375,3 +375,61 @@ func TestRespondChecksEachField(t *testing.T) {
 		}
 	}
 }
+
+// credentialFields reads the stored credential field names of server.
+func credentialFields(t testing.TB, d *daemon, server string) []string {
+	t.Helper()
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{Server: server}, &st)
+	if len(st.Servers) != 1 {
+		t.Fatalf("status of %s: %+v", server, st.Servers)
+	}
+	return st.Servers[0].CredentialFields
+}
+
+// TestSecretFieldByField: --fields asks each credential alone, masked; at
+// the terminal a JSON line that does not parse is dropped and asked again
+// (its place named, never its text), and the next good one is stored.
+func TestSecretFieldByField(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, stdioFixture("fx")))
+	one, two := strings.Trim(newCanary(t, true), `"\<&>`), strings.Trim(newCanary(t, true), `"\<&>`)
+
+	p := ctlTTY(t, d, "mcp", "secret", "fx", "--fields", "env.FX_TOKEN,env.OTHER_TOKEN")
+	p.waitFor(t, "env.FX_TOKEN for fx (hidden): ")
+	waitNoEcho(t, p)
+	p.typeLine(t, one)
+	typeAfter(t, p, "env.FX_TOKEN for fx", "env.OTHER_TOKEN for fx (hidden): ", "")
+	typeAfter(t, p, "env.OTHER_TOKEN: nothing typed", "env.OTHER_TOKEN for fx (hidden): ", two)
+	out, code := p.wait(t)
+	if code != 0 || !strings.Contains(out, "stored env.FX_TOKEN, env.OTHER_TOKEN for fx") {
+		t.Fatalf("secret --fields: exit %d; terminal:\n%s", code, out)
+	}
+	assertNoLeak(t, "the terminal", []byte(out), one)
+	assertNoLeak(t, "the terminal", []byte(out), two)
+	if got := strings.Join(credentialFields(t, d, "fx"), ","); got != "env.FX_TOKEN,env.OTHER_TOKEN" {
+		t.Errorf("stored fields %q, want env.FX_TOKEN,env.OTHER_TOKEN", got)
+	}
+
+	p = ctlTTY(t, d, "mcp", "secret", "fx", "--merge")
+	p.waitFor(t, "credentials for fx as JSON")
+	waitNoEcho(t, p)
+	p.typeLine(t, `{"env":{"THIRD_TOKEN": `+one+`}}`)
+	typeAfter(t, p, "nothing was kept or sent: type it again", "credentials for fx as JSON", `{"env":{"THIRD_TOKEN":"`+two+`"}}`)
+	out, code = p.wait(t)
+	if code != 0 || !strings.Contains(out, "line 1, column 24: syntax error") || !strings.Contains(out, "stored ") {
+		t.Fatalf("secret with a JSON error, then good JSON: exit %d; terminal:\n%s", code, out)
+	}
+	assertNoLeak(t, "the terminal", []byte(out), one)
+	if got := strings.Join(credentialFields(t, d, "fx"), ","); got != "env.FX_TOKEN,env.OTHER_TOKEN,env.THIRD_TOKEN" {
+		t.Errorf("stored fields %q, want the three", got)
+	}
+
+	if _, stderr, code := runCtl(t, d, "", "mcp", "secret", "fx", "--fields", "env.X"); code != 1 || !strings.Contains(stderr, "stdin is not one") {
+		t.Errorf("--fields without a terminal: exit %d, stderr %q", code, stderr)
+	}
+	if stderr := ctlFails(t, d, 2, "mcp", "secret", "fx", "--fields", "token"); !strings.Contains(stderr, "not a credential field") {
+		t.Errorf("--fields token: stderr %q", stderr)
+	}
+}
