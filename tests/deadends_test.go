@@ -433,3 +433,48 @@ func TestSecretFieldByField(t *testing.T) {
 		t.Errorf("--fields token: stderr %q", stderr)
 	}
 }
+
+// TestWatchReadsEveryKind: pikoctl mcp watch prints resource and request
+// events as sentences with the command that follows up, not as JSON;
+// --json still prints each event's params as sent.
+func TestWatchReadsEveryKind(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t,
+		stdioFixture("res", "--subscribe").with("readOnlyTools", []string{"touch-resource"}),
+		stdioFixture("fx", "--protocol", "modern", "--input-tools").with(
+			"protocol", map[string]string{"pin": modernVersion}, "readOnlyTools", []string{"ask-with"}, "elicitation", true)))
+	connectServer(t, d, "res")
+	connectServer(t, d, "fx")
+	human := startCtl(t, d, "mcp", "watch", "--kind", "resource", "--kind", "request")
+	asJSON := startCtl(t, d, "--json", "mcp", "watch", "--kind", "resource", "--kind", "request")
+	human.waitErr(t, "watching resource, request events")
+	asJSON.waitErr(t, "watching resource, request events")
+
+	const uri = "fixture://resources/0002"
+	ctlOK(t, d, "", "mcp", "subscribe", "res", uri)
+	ctlOK(t, d, "", "mcp", "call", "res", "touch-resource", "--args-json", `{"uri":"`+uri+`","title":"the second"}`)
+	want := "res resource changed: " + uri + " (the second); read it with 'pikoctl mcp read res " + uri + "'"
+	human.waitOut(t, func(out string) bool { return strings.Contains(out, want) })
+
+	call := ctlProgress(t, d, `{"message":"who?","schema":{"type":"object","properties":{"name":{"type":"string"}}}}`, "mcp", "call", "fx", "ask-with")
+	req := waitPending(t, d, "fx")
+	pending := "fx request " + req.ID + ", a question (elicitation) during ask-with, waits for you: \"who?\"; answer with 'pikoctl mcp respond " + req.ID + "'"
+	human.waitOut(t, func(out string) bool { return strings.Contains(out, pending) })
+	if out, code := respondOnPTY(t, d, req, "d", nil); code != 0 {
+		t.Fatalf("respond d: exit %d; terminal:\n%s", code, out)
+	}
+	call.wait(t)
+	declined := "fx request " + req.ID + ", a question (elicitation) during ask-with: declined"
+	human.waitOut(t, func(out string) bool { return strings.Contains(out, declined) })
+	t.Logf("pikoctl mcp watch:\n%s", human.out.String())
+	for line := range strings.SplitSeq(human.out.String(), "\n") {
+		if strings.Contains(line, "{") {
+			t.Errorf("watch printed JSON in a line for people: %q", line)
+		}
+	}
+	asJSON.waitOut(t, func(out string) bool {
+		return strings.Contains(out, `"kind":"resource"`) && strings.Contains(out, `"uri":"`+uri+`"`) &&
+			strings.Contains(out, `"state":"declined"`)
+	})
+}
