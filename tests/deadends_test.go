@@ -5,6 +5,7 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -477,4 +478,47 @@ func TestWatchReadsEveryKind(t *testing.T) {
 		return strings.Contains(out, `"kind":"resource"`) && strings.Contains(out, `"uri":"`+uri+`"`) &&
 			strings.Contains(out, `"state":"declined"`)
 	})
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestRemoteConnectErrorSaidOnce: a refused remote connection says what
+// failed once (mcp-go's doubled "failed to send request:" collapsed), and
+// its hint sends an http or sse owner to the server's reachability, not
+// to a stderr pikod does not have; a stdio server's hint keeps its stderr.
+func TestRemoteConnectErrorSaidOnce(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	addr := closedPort(t)
+	configureMCP(t, d, mcpSettings(t,
+		remoteFixture("web", "http", "http://"+addr+"/mcp"),
+		remoteFixture("old", "sse", "http://"+addr+"/sse"),
+		stdioFixture("bad", "--transport", "bogus")))
+	for _, id := range []string{"web", "old"} {
+		stderr := ctlFails(t, d, 1, "mcp", "connect", id)
+		if n := strings.Count(stderr, "failed to send request"); n > 1 {
+			t.Errorf("connect %s: %q says it %d times", id, stderr, n)
+		}
+		if !strings.Contains(stderr, "connection refused") || strings.Contains(stderr, "stderr") ||
+			!strings.Contains(stderr, "reachable") {
+			t.Errorf("connect %s: stderr %q; want the refusal and a hint about reaching the server, not its stderr", id, stderr)
+		}
+		status := ctlOK(t, d, "", "mcp", "status", id)
+		if n := strings.Count(status, "failed to send request"); n > 1 {
+			t.Errorf("status %s: the last error says it %d times:\n%s", id, n, status)
+		}
+	}
+	if stderr := ctlFails(t, d, 1, "mcp", "connect", "bad"); !strings.Contains(stderr, "for the server's stderr") {
+		t.Errorf("connect bad (stdio): stderr %q; want the hint to its stderr", stderr)
+	}
 }
