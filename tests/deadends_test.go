@@ -102,6 +102,22 @@ func TestCtrlCAtPrompts(t *testing.T) {
 		}
 	})
 
+	t.Run("import credentials", func(t *testing.T) {
+		file := writeFile(t, "mcp.json", `{"inputs":[{"type":"promptString","id":"key","description":"the key","password":true}],
+  "servers":{"keyed":{"type":"stdio","command":"`+fixtureBin+`","args":["--tools","2"],"env":{"KEYED_API_KEY":"${input:key}"}}}}`)
+		p := ctlTTY(t, d, "mcp", "import", file, "--apply")
+		out := interruptAt(t, p, "the key (${input:key}) for keyed", "the servers are saved, but the credentials of keyed were not stored")
+		if !strings.Contains(out, "pikoctl mcp secret SERVER") {
+			t.Errorf("the cancelled import does not say how to store the credentials:\n%s", out)
+		}
+		if srv, _ := savedServers(t, d); srv["keyed"].ID != "keyed" {
+			t.Errorf("the imported server was not saved: %v", srv)
+		}
+		if f := credentialFields(t, d, "keyed"); len(f) != 0 {
+			t.Errorf("credentials stored after Ctrl-C: %v", f)
+		}
+	})
+
 	t.Run("respond", func(t *testing.T) {
 		d := askWithDaemon(t)
 		call := ctlProgress(t, d, `{"message":"name?","schema":{"type":"object","properties":{"name":{"type":"string"}}}}`, "mcp", "call", "fx", "ask-with")

@@ -528,7 +528,8 @@ your terminal, with the terminal as stdin; pikod refuses callers that have no
 controlling terminal, whose stdin is not that terminal, whose terminal
 belongs to another user, or that are not in its foreground job. The call then
 runs once, on the connection it was approved for, with an mcp_approved
-receipt; exit status as for 'pikoctl mcp call'.`,
+receipt; exit status as for 'pikoctl mcp call'. Ctrl-C at a question
+approves nothing ("cancelled: nothing was approved", exit 130).`,
 		Args: cobra.ExactArgs(1),
 		RunE: onCancel("nothing was approved", func(cmd *cobra.Command, args []string) error {
 			hint := "run 'pikoctl mcp approve " + args[0] + "' yourself in your terminal"

@@ -440,9 +440,12 @@ func (a *app) newRespondCmd() *cobra.Command {
 		Long: `respond shows the server request and asks you, on the terminal (/dev/tty,
 discarding anything typed ahead), what to do. A form elicitation asks each
 field in turn (empty takes the schema's default, or leaves it out);
-secret-looking fields are asked with echo off. A url elicitation shows the
-URL and its domain; pikod never opens it. A sampling takes one line of text
-you type, or the answer a local tool proposed. --decline and --cancel
+secret-looking fields are asked with echo off. Each answer is checked as
+it is typed (type, required, choices, lengths, bounds) and a wrong one is
+asked again, the others kept; Ctrl-C sends nothing (exit 130). A url
+elicitation shows the URL and its domain; pikod never opens it. A sampling
+takes one line of text you type, or the answer a local tool proposed.
+--decline and --cancel
 answer so without asking. Like approve, respond is terminal-only (and asks
 the owner approval passphrase when one is set). Do not enter credentials
 you would not give that server.`,
