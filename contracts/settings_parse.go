@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxProblems bounds the list one rejected input produces, so a hostile
@@ -164,7 +165,7 @@ func readJSON(raw []byte) (*jsonValue, error) {
 	dec.UseNumber()
 	v, err := readValue(dec, 0)
 	if err != nil {
-		return nil, jsonError(dec, err)
+		return nil, jsonError(raw, dec, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("settings are not valid JSON: unexpected data after the top-level value at byte %d: give exactly one object", dec.InputOffset())
@@ -172,15 +173,18 @@ func readJSON(raw []byte) (*jsonValue, error) {
 	return v, nil
 }
 
-// jsonError describes a syntax error by position only: the offending text
-// may be part of a secret.
-func jsonError(dec *json.Decoder, err error) error {
+// jsonError describes a syntax error by position only (line, column and
+// byte): the offending text may be part of a secret.
+func jsonError(raw []byte, dec *json.Decoder, err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.Is(err, errTooDeep):
 		return fmt.Errorf("settings are %w: flatten them", errTooDeep)
 	case errors.As(err, &se):
-		return fmt.Errorf("settings are not valid JSON: syntax error at byte %d: fix the JSON", se.Offset)
+		pos := min(max(int(se.Offset)-1, 0), len(raw))
+		line := 1 + bytes.Count(raw[:pos], []byte("\n"))
+		col := 1 + utf8.RuneCount(raw[bytes.LastIndexByte(raw[:pos], '\n')+1:pos])
+		return fmt.Errorf("settings are not valid JSON: syntax error at line %d, column %d (byte %d): fix the JSON", line, col, se.Offset)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("settings are not valid JSON: the input ends too early: close every object, list and string")
 	}
@@ -416,6 +420,11 @@ func (w *walker) settings(root *jsonValue) *MCPSettings {
 	s := &MCPSettings{}
 	found := false
 	w.members(root, "", func(key, field string, v *jsonValue) {
+		if key == "mcpServers" {
+			// Claude Desktop's and Cursor's file, given to configure.
+			w.add(field, "unknown property: mcpServers is the Claude Desktop and Cursor format: add those servers with 'pikoctl mcp import FILE'")
+			return
+		}
 		if key != "servers" {
 			w.unknownOf(key, field, topLevelKeys)
 			return

@@ -958,3 +958,12 @@ func TestSameHost(t *testing.T) {
 		}
 	}
 }
+
+// TestParseMCPServersNamesImport: Claude Desktop's and Cursor's file sent
+// as settings is refused with the command that reads it.
+func TestParseMCPServersNamesImport(t *testing.T) {
+	_, err := ParseMCPSettings([]byte(`{"mcpServers":{"files":{"command":"npx"}}}`))
+	if err == nil || !strings.Contains(err.Error(), "pikoctl mcp import FILE") {
+		t.Errorf("ParseMCPSettings(mcpServers) = %v, want a problem naming 'pikoctl mcp import FILE'", err)
+	}
+}

@@ -268,10 +268,13 @@ func (s *Supervisor) SetLogLevel(ctx context.Context, id, level string) (contrac
 		return contracts.LoggingResult{}, err
 	}
 	if !c.caps.logging {
+		hint := "this server sends no log messages"
+		if sess.cfg.Transport == contracts.TransportStdio {
+			hint += "; its stderr shows in 'pikoctl mcp status " + id + "'"
+		}
 		return contracts.LoggingResult{}, contracts.WithHint(
 			contracts.Errorf(contracts.ErrFailedPrecondition, "logging_not_offered",
-				"server %q does not offer logging (its capabilities have no \"logging\")", id),
-			"this server sends no log messages; its stderr shows in 'pikoctl mcp status "+id+"' for stdio servers")
+				"server %q does not offer logging (its capabilities have no \"logging\")", id), hint)
 	}
 	res := contracts.LoggingResult{Server: id, Op: contracts.LoggingSetLevel, Level: level,
 		ProtocolVersion: c.protocol, Entries: []contracts.LogEntry{}}

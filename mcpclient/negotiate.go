@@ -86,7 +86,7 @@ func (c *conn) negotiate(ctx context.Context, mode string) (*handshake, error) {
 	if err != nil || fb == nil {
 		return hs, err
 	}
-	c.s.log.Info().Str("version", fb.version).Str("reason", fb.reason).Msg("falling back to the legacy handshake")
+	c.s.log.Info().Str("version", fb.version).Str("reason", saidOnce(fb.reason)).Msg("falling back to the legacy handshake")
 	if c.s.cfg.Transport == contracts.TransportHTTP {
 		// The legacy era carries notifications and server requests on a
 		// GET stream, which the transport must be built with. Nothing of

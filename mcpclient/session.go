@@ -246,7 +246,7 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 		}
 		if !canceled && s.state == contracts.StateConnecting {
 			s.state = contracts.StateFailed
-			s.lastErr = s.sup.clean(err.Error(), 2000)
+			s.lastErr = s.sup.clean(saidOnce(err.Error()), 2000)
 			var na *needsAuthError
 			if errors.As(err, &na) {
 				s.state = contracts.StateNeedsAuth
@@ -301,9 +301,15 @@ func (s *session) connectError(err error) error {
 		// Already says what happened and what to do (vault errors, pins).
 		return err
 	}
+	hint := "see 'pikoctl mcp status " + id + "' for the server's stderr; fix the settings or the server, then 'pikoctl mcp connect " + id + "'"
+	if s.cfg.Transport != contracts.TransportStdio {
+		// A remote server's stderr is not pikod's to show.
+		hint = "check that the server at its url is up and reachable from this machine, and the url and headers in the settings " +
+			"('pikoctl mcp status " + id + "' shows the last error); then 'pikoctl mcp connect " + id + "'"
+	}
 	return contracts.WithHint(
-		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, s.sup.clean(err.Error(), 2000), contracts.ErrUnavailable), "connect_failed"),
-		"see 'pikoctl mcp status "+id+"' for the server's stderr; fix the settings or the server, then 'pikoctl mcp connect "+id+"'")
+		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, s.sup.clean(saidOnce(err.Error()), 2000), contracts.ErrUnavailable), "connect_failed"),
+		hint)
 }
 
 // disconnect stops the live connection or the setup in progress. The

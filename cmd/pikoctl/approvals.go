@@ -34,7 +34,7 @@ stdin. This command is terminal-only itself: run it in your own terminal.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("the approval passphrase is unchanged", func(cmd *cobra.Command, args []string) error {
 			if !a.stdinIsTerminal() {
 				return contracts.WithHint(errors.New("stdin is not the terminal: the approval passphrase is managed by you typing at the terminal, not through a pipe"),
 					"run 'pikoctl approvals passphrase "+args[0]+"' yourself in your terminal")
@@ -71,7 +71,7 @@ stdin. This command is terminal-only itself: run it in your own terminal.`,
 				fmt.Fprintln(a.stdout, "approval passphrase cleared: terminal-only commands rely on the terminal checks alone")
 			}
 			return nil
-		},
+		}),
 	})
 	return g
 }

@@ -101,7 +101,7 @@ A second Ctrl-C quits at once.`,
 					return err
 				}
 				if len(strings.TrimSpace(string(in))) > 0 {
-					obj, err := jsonObject(in, "the arguments")
+					obj, err := jsonObjectPrivate(in, "the arguments on stdin")
 					if err != nil {
 						return err
 					}
@@ -528,9 +528,10 @@ your terminal, with the terminal as stdin; pikod refuses callers that have no
 controlling terminal, whose stdin is not that terminal, whose terminal
 belongs to another user, or that are not in its foreground job. The call then
 runs once, on the connection it was approved for, with an mcp_approved
-receipt; exit status as for 'pikoctl mcp call'.`,
+receipt; exit status as for 'pikoctl mcp call'. Ctrl-C at a question
+approves nothing ("cancelled: nothing was approved", exit 130).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("nothing was approved", func(cmd *cobra.Command, args []string) error {
 			hint := "run 'pikoctl mcp approve " + args[0] + "' yourself in your terminal"
 			if !a.stdinIsTerminal() {
 				return contracts.WithHint(errors.New("stdin is not the terminal: approving needs you typing at the terminal, not a pipe"), hint)
@@ -603,7 +604,7 @@ receipt; exit status as for 'pikoctl mcp call'.`,
 				err = a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove, params)
 			}
 			return err
-		},
+		}),
 	}
 }
 

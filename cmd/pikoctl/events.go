@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -267,6 +268,37 @@ func (a *app) followEvents(ctx context.Context, c *rpc.Client, f *eventFeed, han
 	}
 }
 
+// requestEventLine says what happened to a server request, and for one
+// that waits, how to answer it.
+func requestEventLine(d contracts.RequestEventData) string {
+	kind := d.Method
+	switch d.Method {
+	case "elicitation/create":
+		kind = "question (elicitation)"
+	case "sampling/createMessage":
+		kind = "completion (sampling)"
+	}
+	line := d.ID + ", a " + kind
+	if d.Tool != "" {
+		line += " during " + d.Tool
+	}
+	if d.State == contracts.RequestPending {
+		line += ", waits for you"
+	} else {
+		line += ": " + d.State
+	}
+	if d.Message != "" {
+		line += ": " + strconv.Quote(clip(d.Message, 120))
+	}
+	if d.Reason != "" {
+		line += " (" + d.Reason + ")"
+	}
+	if d.State == contracts.RequestPending {
+		line += "; answer with 'pikoctl mcp respond " + d.ID + "'"
+	}
+	return line
+}
+
 // writeEvent prints one event on one line.
 func writeEvent(w io.Writer, ev contracts.EventParams) {
 	head := fmt.Sprintf("%s #%d %s %s", clean(ev.Time), ev.Seq, cell(ev.Server), clean(ev.Kind))
@@ -300,6 +332,20 @@ func writeEvent(w io.Writer, ev contracts.EventParams) {
 				what += ": " + t.StatusMessage
 			}
 		}
+	case contracts.EventResource:
+		var d contracts.ResourceEventData
+		if json.Unmarshal(ev.Data, &d) == nil && d.URI != "" {
+			what = "changed: " + d.URI
+			if d.Title != "" {
+				what += " (" + d.Title + ")"
+			}
+			what += "; read it with 'pikoctl mcp read " + ev.Server + " " + shellArg(d.URI) + "'"
+		}
+	case contracts.EventRequest:
+		var d contracts.RequestEventData
+		if json.Unmarshal(ev.Data, &d) == nil && d.ID != "" {
+			what = requestEventLine(d)
+		}
 	case contracts.EventLog:
 		var e contracts.LogEntry
 		if json.Unmarshal(ev.Data, &e) == nil {
@@ -311,6 +357,7 @@ func writeEvent(w io.Writer, ev contracts.EventParams) {
 		}
 	}
 	if what == "" {
+		// A kind this pikoctl does not know yet: its data as sent.
 		what = string(ev.Data)
 	}
 	if len(ev.RequestID) > 0 {

@@ -80,12 +80,13 @@ type vscodeInput struct {
 
 func (a *app) newImportCmd() *cobra.Command {
 	var (
-		apply      bool
-		allowHooks bool
-		only       []string
+		apply        bool
+		allowHooks   bool
+		only         []string
+		allowPrivate []string
 	)
 	cmd := &cobra.Command{
-		Use:   "import FILE [--apply] [--only NAME,...] [--allow-env-hooks]",
+		Use:   "import FILE [--apply] [--only NAME,...] [--allow-env-hooks] [--allow-private-network NAME,...]",
 		Short: "Add the servers of a Claude Desktop, Cursor, VS Code or Codex configuration",
 		Long: `import reads another client's MCP configuration and adds its servers to the
 pikod settings. It understands:
@@ -111,7 +112,12 @@ The review shows everything that would be saved: each command whole, its
 args, cwd, every env name (credential values masked) and header. An entry
 setting a loader or interpreter hook (LD_PRELOAD, LD_LIBRARY_PATH, DYLD_*,
 NODE_OPTIONS, PYTHONPATH, PYTHONSTARTUP, PERL5OPT, RUBYOPT, BASH_ENV, ...)
-is flagged, and --apply refuses to save it without --allow-env-hooks.`,
+is flagged, and --apply refuses to save it without --allow-env-hooks.
+
+A remote entry whose URL is plain http or on this machine or a private
+network (http://127.0.0.1:8080/mcp) is skipped, as pikod would refuse it;
+--allow-private-network NAME sets allowPrivateNetwork on that entry (names
+as in the file), shown in the review and in its widens: line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := a.readFileArg(args[0])
@@ -125,6 +131,9 @@ is flagged, and --apply refuses to save it without --allow-env-hooks.`,
 			}
 			plan, inputs, err := parseImport(args[0], in)
 			if err != nil {
+				return err
+			}
+			if err := allowPrivateNetwork(plan, allowPrivate, args[0]); err != nil {
 				return err
 			}
 			if len(only) > 0 {
@@ -178,8 +187,29 @@ is flagged, and --apply refuses to save it without --allow-env-hooks.`,
 	}
 	cmd.Flags().BoolVar(&apply, "apply", false, "save the servers and store their credentials (default: dry run)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "import only these entries (names as in the file)")
+	cmd.Flags().StringSliceVar(&allowPrivate, "allow-private-network", nil, "let these entries' URLs be http or on this machine or a private network (names as in the file)")
 	cmd.Flags().BoolVar(&allowHooks, "allow-env-hooks", false, "save entries whose env sets loader or interpreter hooks (LD_PRELOAD, NODE_OPTIONS, ...) after reading the review")
 	return cmd
+}
+
+// allowPrivateNetwork sets allowPrivateNetwork on the remote entries
+// named (names as in file); a name that is not a remote entry of the file
+// is a usage error.
+func allowPrivateNetwork(plan *importPlan, names []string, file string) error {
+	for _, name := range names {
+		i := slices.IndexFunc(plan.Servers, func(s importedServer) bool { return s.Name == name })
+		switch {
+		case i < 0:
+			return usageErrorf("--allow-private-network %s: no such entry in %s", name, file)
+		case plan.Servers[i].Skipped != "":
+			// Said in the review with the reason.
+		case plan.Servers[i].Settings.Transport == contracts.TransportStdio:
+			return usageErrorf("--allow-private-network %s: the entry runs a local program; allowPrivateNetwork is for http and sse servers", name)
+		default:
+			plan.Servers[i].Settings.AllowPrivateNetwork = true
+		}
+	}
+	return nil
 }
 
 // parseImport detects the format of in and maps its entries.
@@ -624,6 +654,10 @@ func validateImported(plan *importPlan) {
 					msgs = append(msgs, p.Error())
 				}
 				s.Skipped = "pikod would refuse it: " + strings.Join(msgs, "; ")
+				if s.Settings.Transport != contracts.TransportStdio && !s.Settings.AllowPrivateNetwork &&
+					strings.Contains(s.Skipped, "allowPrivateNetwork") {
+					s.Skipped += "; to import it for an endpoint you trust, run again with --allow-private-network " + shellArg(s.Name)
+				}
 			} else {
 				s.Skipped = "pikod would refuse it: " + err.Error()
 			}
@@ -655,6 +689,9 @@ func writeImportPlan(w *errWriter, plan *importPlan, inputs map[string]vscodeInp
 			}
 		} else {
 			fmt.Fprintf(w, "  url: %s\n", clean(st.URL))
+			if st.AllowPrivateNetwork {
+				fmt.Fprintln(w, "  allowPrivateNetwork: yes (--allow-private-network): the URL may be http, on this machine or on a private network")
+			}
 			for _, k := range sortedKeys(st.Headers) {
 				fmt.Fprintf(w, "  header: %s: %s\n", clean(k), clean(st.Headers[k]))
 			}
@@ -779,9 +816,24 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 		}
 	}()
 	var missing []string
-	for _, s := range plan.Servers {
+	for i, s := range plan.Servers {
 		if s.Skipped != "" || len(s.Secrets) == 0 {
 			continue
+		}
+		// askErr is a failed question: a Ctrl-C says what is saved and
+		// what is left to store.
+		askErr := func(err error) error {
+			if errors.Is(err, errInterrupted) {
+				var left []string
+				for _, r := range plan.Servers[i:] {
+					if r.Skipped == "" && len(r.Secrets) > 0 {
+						left = append(left, r.Settings.ID)
+					}
+				}
+				return &promptCancelled{what: fmt.Sprintf("the servers are saved, but the credentials of %s were not stored: store them with 'pikoctl mcp secret SERVER'",
+					strings.Join(left, ", "))}
+			}
+			return fmt.Errorf("reading a credential at the terminal: %w", err)
 		}
 		creds := map[string]map[string]string{}
 		var left []string
@@ -798,7 +850,7 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 				if t := getTTY(); t != nil {
 					v, err := t.AskHidden(fmt.Sprintf("%s for %s: Enter stores the value from the file, or type another (hidden): ", sec.field(), s.Settings.ID))
 					if err != nil {
-						return fmt.Errorf("reading a credential at the terminal: %w", err)
+						return askErr(err)
 					}
 					if v != "" {
 						val = v
@@ -815,7 +867,7 @@ func (a *app) storeImportedSecrets(ctx context.Context, plan *importPlan, inputs
 					}
 					v, err := t.AskHidden(fmt.Sprintf("%s for %s %s (hidden; empty skips): ", refPrompt(r, inputs), s.Settings.ID, sec.field()))
 					if err != nil {
-						return fmt.Errorf("reading a credential at the terminal: %w", err)
+						return askErr(err)
 					}
 					ans = v
 					answers[r] = ans

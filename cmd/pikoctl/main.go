@@ -27,6 +27,9 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitUnreachable = 3
+	// exitInterrupted is a shell's status for a process ended by SIGINT:
+	// Ctrl-C at a prompt, which approved, sent and saved nothing.
+	exitInterrupted = 130
 )
 
 // exitCodes is the one table of pikoctl's exit codes: 'pikoctl --help'
@@ -41,6 +44,7 @@ var exitCodes = []struct {
 	{exitUnreachable, "pikod is unreachable (the message names the socket and how to start pikod)"},
 	{exitApprovalRequired, "approval required: the call was prepared as an action; nothing was sent"},
 	{exitUncertain, "uncertain: the call may have had an effect; check before trying again"},
+	{exitInterrupted, "cancelled at a prompt (Ctrl-C): nothing was approved, sent or saved (the message says which)"},
 }
 
 // exitCodeHelp renders exitCodes for --help.
@@ -64,7 +68,7 @@ func main() {
 		stderr:          os.Stderr,
 		getenv:          os.Getenv,
 		stdinIsTerminal: func() bool { return term.IsTerminal(int(os.Stdin.Fd())) },
-		openTTY:         openDevTTY,
+		openTTY:         func() (ttyIO, error) { return openDevTTY(ctx) },
 		executable:      os.Executable,
 		lookPath:        exec.LookPath,
 		goos:            runtime.GOOS,

@@ -56,7 +56,14 @@ settings are saved only if the stored revision is still the one it names.`,
 			if err != nil {
 				return err
 			}
-			settings, err := jsonObject(in, "the settings")
+			if err := foreignSettings(args[0], in); err != nil {
+				return err
+			}
+			what := "the settings in " + clean(args[0])
+			if args[0] == "-" {
+				what = "the settings on stdin"
+			}
+			settings, err := jsonObject(in, what)
 			if err != nil {
 				return err
 			}
@@ -84,6 +91,24 @@ settings are saved only if the stored revision is still the one it names.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate and report the changes without saving")
 	cmd.Flags().Uint64Var(&expectRevision, "expect-revision", 0, "fail unless the stored revision is this one (0: don't check)")
 	return cmd
+}
+
+// foreignSettings refuses another client's MCP configuration (Claude
+// Desktop's or Cursor's mcpServers, VS Code's servers, Codex's TOML), which
+// configure would only reject field by field, and names the command that
+// reads it: import.
+func foreignSettings(name string, in []byte) error {
+	plan, _, err := parseImport(name, in)
+	if err != nil {
+		return nil
+	}
+	what, how := clean(name), "add its servers with 'pikoctl mcp import "+clean(shellArg(name))+"'"
+	if name == "-" {
+		what, how = "stdin", "pipe it to 'pikoctl mcp import -' instead to add its servers"
+	}
+	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "foreign_settings",
+		"%s holds another client's MCP configuration (%s), not pikod settings ({\"servers\":[...]}): nothing was saved", what, plan.Format),
+		how+" (a dry run that shows what would be added; --apply saves them)")
 }
 
 // printConfigureResult prints an extensions.configure result: raw with

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -31,20 +33,88 @@ func readInput(r io.Reader, what string) ([]byte, error) {
 
 // jsonObject checks that b holds exactly one JSON object and returns it
 // trimmed, byte for byte otherwise, so the daemon sees what the user wrote.
-// Empty input means {}.
+// Empty input means {}. A syntax error names its line and column and
+// shows the text around it: only for input that holds no secret (a
+// settings file, a command-line argument); jsonObjectPrivate is the one
+// for the rest.
 func jsonObject(b []byte, what string) (json.RawMessage, error) {
+	return parseObject(b, what, true)
+}
+
+// jsonObjectPrivate is jsonObject for input that may hold secrets
+// (arguments and params on stdin): a syntax error says where, never what.
+func jsonObjectPrivate(b []byte, what string) (json.RawMessage, error) {
+	return parseObject(b, what, false)
+}
+
+func parseObject(b []byte, what string, quote bool) (json.RawMessage, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return json.RawMessage("{}"), nil
 	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_json", "parsing %s: %v", what, err)
+		msg := jsonSyntax(b, err, quote)
+		if !quote {
+			msg += " (the text is not shown: it may hold secrets)"
+		}
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_json", "parsing %s: %s", what, msg)
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_json", "parsing %s: want a JSON object {...}, got %s", what, jsonKind(v))
 	}
 	return json.RawMessage(b), nil
+}
+
+// jsonSyntax describes err, json.Unmarshal's error for b, by line and
+// column. With quote it keeps the decoder's words (which quote the
+// offending character) and adds the line around the error with a caret
+// under it; without, it quotes nothing of b.
+func jsonSyntax(b []byte, err error, quote bool) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		if quote {
+			return err.Error()
+		}
+		return "not valid JSON"
+	}
+	// Offset counts the bytes read, the offending one included; input
+	// that ends too early is reported at its end.
+	eof := se.Error() == "unexpected end of JSON input"
+	pos := min(int(se.Offset), len(b))
+	if !eof && pos > 0 {
+		pos--
+	}
+	line := 1 + bytes.Count(b[:pos], []byte("\n"))
+	start := bytes.LastIndexByte(b[:pos], '\n') + 1
+	col := 1 + utf8.RuneCount(b[start:pos])
+	where := fmt.Sprintf("line %d, column %d", line, col)
+	if !quote {
+		if eof {
+			return where + ": the input ends too early (close every object, list and string)"
+		}
+		return where + ": syntax error"
+	}
+	msg := where + ": " + se.Error()
+	end := len(b)
+	if i := bytes.IndexByte(b[pos:], '\n'); i >= 0 {
+		end = pos + i
+	}
+	before, after := []rune(string(b[start:pos])), []rune(string(b[pos:end]))
+	const context = 40
+	lead, tail := "", ""
+	if len(before) > context {
+		before, lead = before[len(before)-context:], "…"
+	}
+	if len(after) > context {
+		after, tail = after[:context], "…"
+	}
+	shown := func(r []rune) string { return clean(strings.ReplaceAll(string(r), "\t", " ")) }
+	prefix := fmt.Sprintf("  %d | ", line)
+	head := lead + shown(before)
+	msg += "\n" + prefix + head + shown(after) + tail
+	msg += "\n" + strings.Repeat(" ", utf8.RuneCountInString(prefix)-2) + "| " + strings.Repeat(" ", utf8.RuneCountInString(head)) + "^"
+	return msg
 }
 
 func jsonKind(v any) string {
@@ -184,4 +254,13 @@ func (f *fitWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// shellArg quotes s for a command line pikoctl suggests, when it needs
+// quoting (a path with spaces, say).
+func shellArg(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

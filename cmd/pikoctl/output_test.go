@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,31 @@ func TestRelativeAge(t *testing.T) {
 	}
 	if got := w.clip(strings.Repeat("x", 100), 10); len(got) != 100 {
 		t.Errorf("--wide clipped a cell to %d characters", len(got))
+	}
+}
+
+// TestJSONSyntax: syntax errors are placed by line and column (at the
+// offending character, or at the end for input cut short), and only the
+// quoting form shows the text.
+func TestJSONSyntax(t *testing.T) {
+	for _, tt := range []struct {
+		in, where, excerpt string
+	}{
+		{`{"a": x}`, "line 1, column 7", "  1 | {\"a\": x}\n    |       ^"},
+		{"{\n  \"a\": 1,\n  \"b\" 2}", "line 3, column 7", "  3 |   \"b\" 2}\n    |       ^"},
+		{`{"a": "é" x}`, "line 1, column 11", "    |           ^"},
+		{"{\"a\": [1,\n", "line 2, column 1", "  2 | \n    | ^"},
+		{`{"a":1}x`, "line 1, column 8", "    |        ^"},
+	} {
+		var v any
+		err := json.Unmarshal([]byte(tt.in), &v)
+		got := jsonSyntax([]byte(tt.in), err, true)
+		if !strings.HasPrefix(got, tt.where+": ") || !strings.Contains(got, tt.excerpt) {
+			t.Errorf("jsonSyntax(%q) = %q, want %s and %q", tt.in, got, tt.where, tt.excerpt)
+		}
+		private := jsonSyntax([]byte(tt.in), err, false)
+		if !strings.HasPrefix(private, tt.where+": ") || strings.Contains(private, "|") || strings.Contains(private, "'") {
+			t.Errorf("jsonSyntax(%q, private) = %q, want %s and nothing of the text", tt.in, private, tt.where)
+		}
 	}
 }

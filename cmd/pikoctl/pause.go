@@ -54,7 +54,7 @@ daemon checks the same as for approve) and asks you to type the server id,
 and the approval passphrase when one is set. Actions held during the pause
 stay prepared: approve or reject them with 'pikoctl mcp approve'.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("nothing was sent: the server stays paused", func(cmd *cobra.Command, args []string) error {
 			server := args[0]
 			hint := "run 'pikoctl mcp resume " + server + "' yourself in your terminal"
 			if !a.stdinIsTerminal() {
@@ -93,6 +93,6 @@ stay prepared: approve or reject them with 'pikoctl mcp approve'.`,
 				fmt.Fprintf(a.stdout, "%s was not paused\n", clean(res.Server))
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/spf13/cobra"
@@ -171,6 +172,128 @@ type field struct {
 			Const any `json:"const"`
 		} `json:"anyOf"`
 	} `json:"items"`
+	// The bounds elicitation's schemas may set (string lengths count
+	// characters); check applies them to each answer as it is typed.
+	MinLength *int     `json:"minLength"`
+	MaxLength *int     `json:"maxLength"`
+	Minimum   *float64 `json:"minimum"`
+	Maximum   *float64 `json:"maximum"`
+	MinItems  *int     `json:"minItems"`
+	MaxItems  *int     `json:"maxItems"`
+}
+
+// choices are the values the field allows (its enum or oneOf consts, or
+// its items' for an array), nil when any value of its type goes.
+func (f field) choices() []any {
+	var out []any
+	if f.Items != nil {
+		out = append(out, f.Items.Enum...)
+		for _, o := range f.Items.AnyOf {
+			out = append(out, o.Const)
+		}
+		return out
+	}
+	out = append(out, f.Enum...)
+	for _, o := range f.OneOf {
+		out = append(out, o.Const)
+	}
+	return out
+}
+
+// check says what is wrong with val, the field's answer as parse made it,
+// by the requested schema: a choice not offered, a length, number or
+// count out of bounds. pikod checks the whole answer again before it is
+// sent; checking each field here asks that one again instead.
+func (f field) check(val json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(val, &v); err != nil {
+		return err
+	}
+	offered := func(x any) bool {
+		for _, c := range f.choices() {
+			if fmt.Sprint(c) == fmt.Sprint(x) {
+				return true
+			}
+		}
+		return false
+	}
+	// The messages hold none of the server's text: they are pikod's,
+	// shown unmarked inside the server's frame.
+	switch x := v.(type) {
+	case string:
+		if len(f.choices()) > 0 && !offered(x) {
+			return errors.New("type one of the choices shown above")
+		}
+		n := utf8.RuneCountInString(x)
+		if f.MinLength != nil && n < *f.MinLength {
+			return fmt.Errorf("type at least %d characters (that was %d)", *f.MinLength, n)
+		}
+		if f.MaxLength != nil && n > *f.MaxLength {
+			return fmt.Errorf("type at most %d characters (that was %d)", *f.MaxLength, n)
+		}
+	case float64:
+		if len(f.choices()) > 0 && !offered(x) {
+			return errors.New("type one of the choices shown above")
+		}
+		if f.Minimum != nil && x < *f.Minimum {
+			return fmt.Errorf("type a number of at least %s", strconv.FormatFloat(*f.Minimum, 'g', -1, 64))
+		}
+		if f.Maximum != nil && x > *f.Maximum {
+			return fmt.Errorf("type a number of at most %s", strconv.FormatFloat(*f.Maximum, 'g', -1, 64))
+		}
+	case []any:
+		for _, e := range x {
+			if len(f.choices()) > 0 && !offered(e) {
+				return errors.New("choose only among the choices shown above, comma-separated")
+			}
+		}
+		if f.MinItems != nil && len(x) < *f.MinItems {
+			return fmt.Errorf("choose at least %d (that was %d)", *f.MinItems, len(x))
+		}
+		if f.MaxItems != nil && len(x) > *f.MaxItems {
+			return fmt.Errorf("choose at most %d (that was %d)", *f.MaxItems, len(x))
+		}
+	}
+	return nil
+}
+
+// bounds describes the field's bounds for its prompt ("" for none).
+func (f field) bounds() string {
+	num := func(p *float64) string { return strconv.FormatFloat(*p, 'g', -1, 64) }
+	between := func(lo, hi, unit string) string {
+		switch {
+		case lo != "" && hi != "":
+			return lo + " to " + hi + unit
+		case lo != "":
+			return "at least " + lo + unit
+		case hi != "":
+			return "at most " + hi + unit
+		}
+		return ""
+	}
+	itoa := func(p *int) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.Itoa(*p)
+	}
+	ftoa := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return num(p)
+	}
+	var parts []string
+	if b := between(itoa(f.MinLength), itoa(f.MaxLength), " characters"); b != "" {
+		parts = append(parts, b)
+	}
+	if b := between(ftoa(f.Minimum), ftoa(f.Maximum), ""); b != "" {
+		parts = append(parts, b)
+	}
+	if b := between(itoa(f.MinItems), itoa(f.MaxItems), " choices"); b != "" {
+		parts = append(parts, b)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // formFields reads the properties of a requested schema in their order.
@@ -296,6 +419,9 @@ func (f field) describe() string {
 	if len(choices) > 0 {
 		b.WriteString("; one of " + strings.Join(choices, ", "))
 	}
+	if bounds := f.bounds(); bounds != "" {
+		b.WriteString("; " + bounds)
+	}
 	if len(f.Default) > 0 {
 		b.WriteString("; default " + clean(string(f.Default)))
 	}
@@ -314,14 +440,17 @@ func (a *app) newRespondCmd() *cobra.Command {
 		Long: `respond shows the server request and asks you, on the terminal (/dev/tty,
 discarding anything typed ahead), what to do. A form elicitation asks each
 field in turn (empty takes the schema's default, or leaves it out);
-secret-looking fields are asked with echo off. A url elicitation shows the
-URL and its domain; pikod never opens it. A sampling takes one line of text
-you type, or the answer a local tool proposed. --decline and --cancel
+secret-looking fields are asked with echo off. Each answer is checked as
+it is typed (type, required, choices, lengths, bounds) and a wrong one is
+asked again, the others kept; Ctrl-C sends nothing (exit 130). A url
+elicitation shows the URL and its domain; pikod never opens it. A sampling
+takes one line of text you type, or the answer a local tool proposed.
+--decline and --cancel
 answer so without asking. Like approve, respond is terminal-only (and asks
 the owner approval passphrase when one is set). Do not enter credentials
 you would not give that server.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("nothing was sent (the request still waits)", func(cmd *cobra.Command, args []string) error {
 			if decline && cancel {
 				return errors.New("give --decline or --cancel, not both")
 			}
@@ -362,6 +491,13 @@ you would not give that server.`,
 				}
 				err = a.sendAnswer(cmd.Context(), tty, r, gate, &params, &res)
 				var ce *contracts.Error
+				if errors.As(err, &ce) && ce.Reason() == "answer_invalid" && attempt < 2 && !decline && !cancel {
+					// pikod's check of the whole answer found what the
+					// checks of each field did not: nothing was sent,
+					// and the request still waits. Ask again.
+					fmt.Fprintf(a.stderr, "\nnot sent: %s\nanswer again:\n", cleanLines(ce.Message))
+					continue
+				}
 				if !errors.As(err, &ce) || ce.Reason() != "proposal_changed" || attempt >= 2 {
 					break
 				}
@@ -386,7 +522,7 @@ you would not give that server.`,
 			}
 			fmt.Fprintf(a.stdout, "request %s: %s\n", clean(res.RequestID), clean(res.State))
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&decline, "decline", false, "decline the request without asking")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel (dismiss) the request without asking")
@@ -556,12 +692,22 @@ func (a *app) askAnswer(tty ttyIO, r *contracts.ServerRequestInfo, params *contr
 					return err
 				}
 				if v == "" {
+					if required[f.name] && len(f.Default) == 0 {
+						// pikod's words, so not marked as the server's (nor
+						// holding any of the server's text).
+						fmt.Fprintln(a.stderr, "not accepted: this field is required and has no default: type a value (Ctrl-C sends nothing)")
+						continue
+					}
 					summary = append(summary, tag+clean(f.name)+": (nothing: the default, or left out)")
 					break // the default applies, or the field stays out
 				}
 				val, perr := f.parse(v)
+				if perr == nil {
+					perr = f.check(val)
+				}
 				if perr != nil {
-					fmt.Fprintf(a.stderr, "%s; try again\n", perr)
+					// That field alone is asked again: the others stay.
+					fmt.Fprintf(a.stderr, "not accepted: %s; try again\n", perr)
 					continue
 				}
 				content[f.name] = val

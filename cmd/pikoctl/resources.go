@@ -266,7 +266,7 @@ declared arguments before anything is sent.`,
 					return err
 				}
 				if len(strings.TrimSpace(string(in))) > 0 {
-					if params.Arguments, err = jsonObject(in, "the arguments"); err != nil {
+					if params.Arguments, err = jsonObjectPrivate(in, "the arguments on stdin"); err != nil {
 						return err
 					}
 				}

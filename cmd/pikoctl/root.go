@@ -213,6 +213,18 @@ func (a *app) report(err error, cmdPath string) int {
 		return se.code
 	}
 
+	if errors.Is(err, errInterrupted) {
+		// Ctrl-C at a prompt: said once, on a line of its own (the
+		// terminal shows ^C after the question).
+		msg := "cancelled: nothing was sent"
+		var pc *promptCancelled
+		if errors.As(err, &pc) {
+			msg = pc.Error()
+		}
+		fmt.Fprintf(a.stderr, "\npikoctl: %s\n", cleanLines(msg))
+		return exitInterrupted
+	}
+
 	var ce *contracts.Error
 	if errors.As(err, &ce) {
 		if a.jsonOut {

@@ -43,7 +43,12 @@ When the connection to pikod ends while the request is out, it exits 5
 					return err
 				}
 			}
-			params, err := jsonObject(in, what)
+			parse := jsonObject
+			if what != "params" {
+				// On stdin: the place for params that hold a secret.
+				parse = jsonObjectPrivate
+			}
+			params, err := parse(in, what)
 			if err != nil {
 				return err
 			}

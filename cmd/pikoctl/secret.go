@@ -16,8 +16,21 @@ import (
 // readPrivate reads one private line: from a terminal with echo off (and
 // a prompt on stderr), else all of stdin. Secrets never come from
 // arguments, which other users can see in ps.
+//
+// At a terminal the line is read from /dev/tty, like every other question
+// pikoctl asks there, so Ctrl-C at the prompt cancels it (errInterrupted)
+// with echo turned back on.
 func (a *app) readPrivate(prompt string) ([]byte, error) {
 	if a.stdinIsTerminal() {
+		if tty, err := a.openTTY(); err == nil {
+			defer tty.Close()
+			line, err := tty.AskHidden(prompt)
+			if err != nil {
+				return nil, err
+			}
+			return []byte(line), nil
+		}
+		// stdin is a terminal, but not the controlling one.
 		f, ok := a.stdin.(*os.File)
 		if !ok {
 			return nil, errors.New("stdin is a terminal but cannot be read without echo")
@@ -34,9 +47,12 @@ func (a *app) readPrivate(prompt string) ([]byte, error) {
 }
 
 func (a *app) newSecretCmd() *cobra.Command {
-	var merge bool
+	var (
+		merge  bool
+		fields []string
+	)
 	cmd := &cobra.Command{
-		Use:   "secret SERVER",
+		Use:   "secret SERVER [--merge] [--fields NAME,...]",
 		Short: "Replace (or with --merge, add to) a server's private credentials (JSON from stdin or a masked prompt)",
 		Long: `secret stores one JSON object of credentials for SERVER in the vault:
 
@@ -49,7 +65,9 @@ func (a *app) newSecretCmd() *cobra.Command {
                    {"oauthAssertion":"JWT"} (grantType jwt_bearer, unless oauth.assertionFile)
 
 Pipe it on stdin, or type it at the masked prompt (nothing is echoed; an
-empty line keeps what is stored). {} clears the stored credentials. The
+empty line keeps what is stored; JSON that does not parse is dropped and
+asked again, its line and column named, never its text). {} clears the
+stored credentials. The
 credentials are bound to the server's command, arguments and working
 directory (or URL): if those change, pikod stops sending them until you
 enter them again. A connected server keeps its old credentials until you
@@ -61,26 +79,47 @@ and keeps the rest. A merge cannot remove a field (an empty value is
 refused: send the whole set without --merge) and, when nothing changes,
 writes nothing and keeps the generation.
 
+--fields NAME,... asks each field's value alone at the terminal, masked,
+instead of one JSON line: env.NAME, headers.NAME, oauthClientSecret or
+oauthIdentityAssertion (oauthPrivateKey spans lines: pipe it).
+  pikoctl mcp secret gh --fields env.GITHUB_TOKEN
+  pikoctl mcp secret api --merge --fields headers.Authorization
+
 pikod removes every stored value from what it writes (results, errors,
 status, logs), but only values of at least 6 characters: a shorter one
 ("1796", "false") is stored and used, and a warning names its field.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := a.readPrivate("credentials for " + args[0] + " as JSON (hidden; empty keeps the stored ones): ")
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(string(in)) == "" {
-				if a.stdinIsTerminal() {
-					fmt.Fprintln(a.stdout, "nothing entered: the stored credentials are unchanged")
-					return nil
-				}
-				return errors.New(`no credentials on stdin: send a JSON object, or {} to clear`)
-			}
+		RunE: onCancel("nothing was sent: the stored credentials are unchanged", func(cmd *cobra.Command, args []string) error {
 			var obj map[string]any
-			if err := json.Unmarshal(in, &obj); err != nil || obj == nil {
-				// Never echo the input: it holds secrets.
-				return errors.New(`the credentials are not one JSON object: send e.g. {"env":{"NAME":"VALUE"}}`)
+			if len(fields) > 0 {
+				var err error
+				if obj, err = a.askFields(args[0], fields); err != nil {
+					return err
+				}
+			} else {
+				for {
+					in, err := a.readPrivate("credentials for " + args[0] + " as JSON (hidden; empty keeps the stored ones): ")
+					if err != nil {
+						return err
+					}
+					if strings.TrimSpace(string(in)) == "" {
+						if a.stdinIsTerminal() {
+							fmt.Fprintln(a.stdout, "nothing entered: the stored credentials are unchanged")
+							return nil
+						}
+						return errors.New(`no credentials on stdin: send a JSON object, or {} to clear`)
+					}
+					obj, err = credentialsObject(in)
+					if err == nil {
+						break
+					}
+					if !a.stdinIsTerminal() {
+						return err
+					}
+					// Typed at the terminal: nothing of it is kept; ask
+					// again rather than make the owner start over.
+					fmt.Fprintf(a.stderr, "pikoctl: %s\nnothing was kept or sent: type it again (Ctrl-C stops)\n", clean(err.Error()))
+				}
 			}
 			var raw json.RawMessage
 			if err := a.call(cmd.Context(), contracts.MethodSecret,
@@ -112,10 +151,83 @@ status, logs), but only values of at least 6 characters: a shorter one
 					clean(res.Server), clean(res.Server))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&merge, "merge", false, "add to or replace the fields given and keep the other stored ones")
+	cmd.Flags().StringSliceVar(&fields, "fields", nil, "ask these fields one by one at the terminal, masked (env.NAME, headers.NAME, oauthClientSecret, oauthIdentityAssertion)")
 	return cmd
+}
+
+// askFields asks the value of each field named, masked, at the terminal,
+// and returns the credentials object they make. An empty answer asks
+// that field again.
+func (a *app) askFields(server string, names []string) (map[string]any, error) {
+	obj := map[string]any{}
+	maps := map[string]map[string]any{}
+	for _, n := range names {
+		kind, name, dotted := strings.Cut(n, ".")
+		switch {
+		case dotted && (kind == "env" || kind == "headers") && name != "":
+			if _, dup := maps[kind][name]; dup {
+				return nil, usageErrorf("--fields: %s is given twice", n)
+			}
+			if maps[kind] == nil {
+				maps[kind] = map[string]any{}
+				obj[kind] = maps[kind]
+			}
+			maps[kind][name] = nil
+		case n == "oauthClientSecret" || n == "oauthIdentityAssertion":
+			obj[n] = nil
+		case n == "oauthPrivateKey":
+			return nil, usageErrorf(`--fields: oauthPrivateKey spans several lines, which a masked prompt cannot read: pipe it, e.g. jq -n --rawfile k key.pem '{oauthPrivateKey: $k}' | pikoctl mcp secret %s`, server)
+		default:
+			return nil, usageErrorf("--fields: %q is not a credential field: give env.NAME, headers.NAME, oauthClientSecret or oauthIdentityAssertion", n)
+		}
+	}
+	if !a.stdinIsTerminal() {
+		return nil, contracts.WithHint(errors.New("--fields asks each value at the terminal, and stdin is not one"),
+			"pipe the credentials as one JSON object instead, e.g. {\"env\":{\"NAME\":\"VALUE\"}}")
+	}
+	tty, err := a.openTTY()
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close()
+	for _, n := range names {
+		for {
+			v, err := tty.AskHidden(fmt.Sprintf("%s for %s (hidden): ", n, clean(server)))
+			if err != nil {
+				return nil, err
+			}
+			if v == "" {
+				fmt.Fprintf(a.stderr, "%s: nothing typed: type its value (Ctrl-C stores nothing)\n", n)
+				continue
+			}
+			if kind, name, ok := strings.Cut(n, "."); ok {
+				maps[kind][name] = v
+			} else {
+				obj[n] = v
+			}
+			break
+		}
+	}
+	return obj, nil
+}
+
+// credentialsObject decodes the credentials typed or piped to secret. Its
+// errors say where the JSON is wrong, never what it holds: it holds
+// secrets.
+func credentialsObject(in []byte) (map[string]any, error) {
+	var obj map[string]any
+	err := json.Unmarshal(in, &obj)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf(`the credentials are not valid JSON: %s (not shown: they are secret); send one object such as {"env":{"NAME":"VALUE"}}`, jsonSyntax(in, err, false))
+	case err != nil || obj == nil:
+		return nil, errors.New(`the credentials are not one JSON object: send e.g. {"env":{"NAME":"VALUE"}}`)
+	}
+	return obj, nil
 }
 
 func (a *app) newVaultCmd() *cobra.Command {

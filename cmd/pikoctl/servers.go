@@ -625,8 +625,9 @@ func without(list []string, name string) []string {
 }
 
 func (a *app) newEditCmd() *cobra.Command {
+	var from string
 	cmd := &cobra.Command{
-		Use:   "edit [SERVER]",
+		Use:   "edit [SERVER] [--from FILE]",
 		Short: "Edit the settings (or one server's entry) in $EDITOR, validated before saving",
 		Long: `edit writes the settings, or only SERVER's entry, to a private temporary
 file, opens it in $VISUAL or $EDITOR (default vi), and saves what you wrote
@@ -634,24 +635,85 @@ the way 'configure' does, checked against the revision it read. If pikod
 refuses it, the problems are shown and, at a terminal, you are asked to edit
 again with your text kept; otherwise the file is kept and named so nothing is
 lost. If someone saved the settings in between (revision_moved), your text is
-kept in the named file: run edit again and re-apply it.`,
+kept in the named file.
+
+--from FILE starts from FILE instead of the saved settings: the file edit
+kept (the whole settings, or one server's entry; which one is read from
+the file, or given as SERVER), or any file of that shape. The editor opens
+on a copy of it and the save is checked against the current revision, so
+a kept text is applied on top of whatever was saved since.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := ""
 			if len(args) == 1 {
 				id = args[0]
 			}
-			return a.edit(cmd.Context(), id)
+			return a.edit(cmd.Context(), id, from)
 		},
 	}
+	cmd.Flags().StringVar(&from, "from", "", "start from this file (one that edit kept) instead of the saved settings")
 	return cmd
 }
 
-// edit runs the edit loop for the whole settings (id "") or one entry.
-func (a *app) edit(ctx context.Context, id string) error {
+// editRetry is the command that edits the kept file at path again.
+func editRetry(id, path string) string {
+	if id != "" {
+		return "pikoctl mcp edit " + shellArg(id) + " --from " + shellArg(path)
+	}
+	return "pikoctl mcp edit --from " + shellArg(path)
+}
+
+// editFrom reads the text --from names and which entry it is: the whole
+// settings (id "") or one server's. id is the SERVER given, if any.
+func (a *app) editFrom(s *contracts.MCPSettings, id, from string) (string, []byte, error) {
+	if from == "-" {
+		return "", nil, usageErrorf("--from needs a file: the editor opens a copy of it")
+	}
+	text, err := os.ReadFile(from)
+	if err != nil {
+		return "", nil, fmt.Errorf("reading --from %s: %w", from, err)
+	}
+	var shape struct {
+		Servers json.RawMessage `json:"servers"`
+		ID      *string         `json:"id"`
+	}
+	// A file that is not valid JSON is still edited: the editor is the
+	// place to fix it. Its shape then comes from SERVER: without one it
+	// is the whole settings, as edit names the file it keeps.
+	valid := json.Unmarshal(text, &shape) == nil
+	whole := valid && len(shape.Servers) > 0
+	switch {
+	case id != "" && whole:
+		return "", nil, contracts.WithHint(fmt.Errorf("%s holds the whole settings, not the entry of %s", from, id),
+			"edit it as the whole settings: '"+editRetry("", from)+"'")
+	case id != "" || whole || !valid:
+	case shape.ID != nil && serverIndex(s, *shape.ID) >= 0:
+		id = *shape.ID
+	case shape.ID != nil:
+		return "", nil, contracts.WithHint(fmt.Errorf("%s holds the entry of server %q, which is not configured", from, *shape.ID),
+			"say which entry it replaces: 'pikoctl mcp edit SERVER --from "+shellArg(from)+"', or add it with 'pikoctl mcp add'")
+	default:
+		return "", nil, contracts.WithHint(fmt.Errorf("%s holds neither the whole settings ({\"servers\":[...]}) nor a server's entry", from),
+			"if it is one server's entry, say which: 'pikoctl mcp edit SERVER --from "+shellArg(from)+"'")
+	}
+	if id != "" && serverIndex(s, id) < 0 {
+		return "", nil, serverNotFound(id)
+	}
+	return id, text, nil
+}
+
+// edit runs the edit loop for the whole settings (id "") or one entry,
+// starting from the saved settings or from the file from.
+func (a *app) edit(ctx context.Context, id, from string) error {
 	s, rev, err := a.currentSettings(ctx)
 	if err != nil {
 		return err
+	}
+	var start []byte
+	if from != "" {
+		if id, start, err = a.editFrom(s, id, from); err != nil {
+			return err
+		}
 	}
 	var orig []byte
 	if id == "" {
@@ -672,6 +734,9 @@ func (a *app) edit(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("formatting the settings: %w", err)
 	}
+	if start == nil {
+		start = orig
+	}
 	dir, err := os.MkdirTemp("", "pikoctl-edit-")
 	if err != nil {
 		return fmt.Errorf("creating a private temporary directory: %w", err)
@@ -687,13 +752,17 @@ func (a *app) edit(ctx context.Context, id string) error {
 			os.RemoveAll(dir)
 		}
 	}()
-	if err := os.WriteFile(path, orig, 0o600); err != nil {
+	if err := os.WriteFile(path, start, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	kept := func() string {
+		keep = true
+		return "nothing was saved; your text is kept in " + path + ": edit and save it again with '" + editRetry(id, path) + "'"
 	}
 	for {
 		if err := a.runEditor(ctx, path); err != nil {
 			keep = true
-			return fmt.Errorf("%w (your text is kept in %s)", err, path)
+			return fmt.Errorf("%w (your text is kept in %s: edit it again with '%s')", err, path, editRetry(id, path))
 		}
 		text, err := os.ReadFile(path)
 		if err != nil {
@@ -708,30 +777,54 @@ func (a *app) edit(ctx context.Context, id string) error {
 			err = a.saveRaw(ctx, next, rev)
 		}
 		if err == nil {
+			a.removeKeptEdit(from)
 			return nil
 		}
 		var ce *contracts.Error
-		retry := !errors.As(err, &ce) || ce.Reason() != "revision_moved"
-		if !retry || !a.stdinIsTerminal() {
-			keep = true
+		moved := errors.As(err, &ce) && ce.Reason() == "revision_moved"
+		if moved || !a.stdinIsTerminal() {
 			// Said here: report prints a daemon error's own hint only.
-			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s: fix it and pass it to 'pikoctl mcp configure', or edit again\n", path)
+			fmt.Fprintln(a.stderr, kept())
+			if moved && id == "" {
+				fmt.Fprintln(a.stderr, "it holds the whole settings as you read them: compare with 'pikoctl mcp config' so the other change is not undone")
+			}
 			return err
 		}
 		a.report(err, "pikoctl mcp edit")
 		tty, terr := a.openTTY()
 		if terr != nil {
-			keep = true
-			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s\n", path)
+			fmt.Fprintln(a.stderr, kept())
 			return &statusExit{code: exitFailure, msg: "edit abandoned"}
 		}
 		ans, aerr := tty.Ask("edit again? [Y/n] ")
 		tty.Close()
+		if errors.Is(aerr, errInterrupted) {
+			return &promptCancelled{what: kept()}
+		}
 		if aerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(ans)), "n") {
-			keep = true
-			fmt.Fprintf(a.stderr, "nothing was saved; your text is kept in %s\n", path)
+			fmt.Fprintln(a.stderr, kept())
 			return &statusExit{code: exitFailure, msg: "edit abandoned"}
 		}
+	}
+}
+
+// removeKeptEdit removes the file an earlier edit kept, once its text is
+// saved: only a file in a directory edit made (pikoctl-edit-* in the
+// temporary directory), with nothing else in it.
+func (a *app) removeKeptEdit(from string) {
+	if from == "" {
+		return
+	}
+	abs, err := filepath.Abs(from)
+	if err != nil {
+		return
+	}
+	dir := filepath.Dir(abs)
+	if filepath.Dir(dir) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(dir), "pikoctl-edit-") {
+		return
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) == 1 && entries[0].Name() == filepath.Base(abs) {
+		_ = os.RemoveAll(dir)
 	}
 }
 

@@ -73,7 +73,7 @@ accept them. Accepting pins the current definitions: their readOnlyTools or
 autonomousTools grants apply again. It needs you at an interactive terminal
 (the daemon checks too); anything but the server id accepts nothing.`,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: onCancel("nothing was accepted", func(cmd *cobra.Command, args []string) error {
 			server, tool := args[0], ""
 			if len(args) == 2 {
 				tool = args[1]
@@ -144,7 +144,7 @@ autonomousTools grants apply again. It needs you at an interactive terminal
 				fmt.Fprintf(out, "trusted %s on %s: grant %s restored (definition %s)\n", clean(c.Tool), clean(acc.Server), clean(c.Grant), short(c.CurrentDigest))
 			}
 			return out.err
-		},
+		}),
 	}
 }
 
