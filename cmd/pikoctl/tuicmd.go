@@ -31,7 +31,9 @@ sampling), read whole and answered or declined.
 Approving hands the terminal to 'pikoctl mcp approve', which asks for the
 digest's last 6 characters (and the approval passphrase, when set) exactly
 as it does on its own; answering a request hands it to 'pikoctl mcp
-respond' (declining to 'pikoctl mcp respond --decline') the same way. Press ? for every key. NO_COLOR turns colour off.`,
+respond' (declining to 'pikoctl mcp respond --decline') the same way, and
+resuming a paused server to 'pikoctl mcp resume'. Press ? for every key.
+NO_COLOR turns colour off.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !a.stdinIsTerminal() {
@@ -75,6 +77,11 @@ respond' (declining to 'pikoctl mcp respond --decline') the same way. Press ? fo
 						args = append(args, "--decline")
 					}
 					rc := exec.Command(self, args...)
+					rc.Env = os.Environ()
+					return rc
+				},
+				Resume: func(server string) *exec.Cmd {
+					rc := exec.Command(self, "--socket", socket, "mcp", "resume", server)
 					rc.Env = os.Environ()
 					return rc
 				},

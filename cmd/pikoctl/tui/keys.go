@@ -16,6 +16,7 @@ type keyMap struct {
 	Edit, Discard, Save                          key.Binding
 	CancelFlow                                   key.Binding
 	Credentials                                  key.Binding
+	Pause                                        key.Binding
 	Run                                          key.Binding
 }
 
@@ -45,6 +46,7 @@ func newKeyMap() keyMap {
 		Save:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "save")),
 		CancelFlow:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel sign-in")),
 		Credentials: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "credentials")),
+		Pause:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 		Run:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "call it")),
 	}
 	for i, name := range paneNames {

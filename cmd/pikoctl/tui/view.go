@@ -216,7 +216,7 @@ func (m *model) serversBody() []string {
 			proto = "-"
 		}
 		tools := "-"
-		if s.State == contracts.StateConnected {
+		if connected(s) {
 			tools = fmt.Sprint(s.ToolCount)
 		}
 		state := s.State
@@ -253,6 +253,16 @@ func (m *model) serverDetail() []string {
 		add("pid", fmt.Sprint(s.PID))
 	}
 	add("since", s.ConnectedSince)
+	if p := s.Pause; p != nil {
+		v := "since " + p.Since
+		if p.Reason != "" {
+			v += ": " + p.Reason
+		}
+		if s.ConnectionState != "" && s.ConnectionState != contracts.StateConnected {
+			v += " (connection " + s.ConnectionState + ")"
+		}
+		add("paused", v)
+	}
 	if s.Credentials != "" {
 		add("credentials", s.Credentials+" (v enters them, masked)")
 	}
@@ -760,7 +770,11 @@ func (m *model) paneKeys() []key.Binding {
 	}
 	switch m.pane {
 	case paneServers:
-		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), withHelp(k.Open, "tools")}
+		pause := k.Pause
+		if s, ok := m.selectedServer(); ok && s.Pause != nil {
+			pause = withHelp(k.Pause, "resume")
+		}
+		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), pause}
 	case paneCatalog:
 		if m.schema != nil {
 			return []key.Binding{k.Back, k.Run, k.Up, k.Down}
@@ -816,7 +830,7 @@ func (m *model) helpLines() []string {
 		render(m.paneKeys()),
 	}
 	if m.pane == paneServers && m.auth == nil {
-		lines = append(lines, render([]key.Binding{withHelp(k.Credentials, "enter the selected server's credentials (masked)")}))
+		lines = append(lines, render([]key.Binding{withHelp(k.Open, "its tools"), withHelp(k.Credentials, "enter its credentials (masked)")}))
 	}
 	lines = append(lines,
 		render([]key.Binding{k.Up, k.Down, k.Top, k.Bottom}),
