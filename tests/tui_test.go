@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -570,6 +571,79 @@ func TestTUIKeysAfterHandOff(t *testing.T) {
 	screen.waitFor("approved and run")
 	screen.waitFor("action:    act_")
 	wantState(t, d, older.ActionID, contracts.ActionCompleted)
+
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// TestTUIGrantAddRemove changes settings from the panes against a real
+// pikod: a tool granted read from the catalog (the dry run's widens line
+// first, then y) applies live, so its next call runs without approval; a
+// server added with the one-line add is offered its credentials at once;
+// X removes it. Each save is checked against the revision it was made
+// from.
+func TestTUIGrantAddRemove(t *testing.T) {
+	t.Parallel()
+	d, callLog := approvalDaemon(t)
+	p, screen := startConsole(t, d)
+	screen.waitFor("connected")
+	var before contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &before)
+	gen := serverStatus(t, d, "fx").Generation
+
+	screen.press("2")
+	screen.waitFor("tools · every connected server")
+	screen.press("/")
+	screen.waitFor("name or description")
+	screen.press("count")
+	screen.waitFor("fx/count")
+	screen.press("\r")
+	screen.press("e")
+	screen.waitFor("Grant of fx/count")
+	screen.press("r")
+	screen.waitFor(`WIDENS: server "fx": "count" runs without approval`)
+	screen.waitFor("y saves it")
+	screen.press("y")
+	screen.waitFor("applied live: fx (nothing restarted)")
+	if st := serverStatus(t, d, "fx"); st.State != contracts.StateConnected || st.Generation != gen {
+		t.Errorf("after a grant from the console fx is %s, generation %d (was %d): want the same connection", st.State, st.Generation, gen)
+	}
+	nonce := "tui-granted-" + randomHex(t, 4)
+	if res := callTool(t, d, "fx", "count", fmt.Sprintf(`{"nonce":%q}`, nonce)); res.Status != contracts.CallCompleted {
+		t.Errorf("count after granting it read in the console: %+v, want completed without approval", res)
+	}
+	wantNonce(t, callLog, nonce, 1)
+
+	screen.press("1")
+	screen.waitFor("[1 servers]")
+	screen.press("a")
+	screen.waitFor("Add a server")
+	screen.press(`extra ` + fixtureBin + ` --name "extra one"`)
+	screen.press("\r")
+	screen.waitFor("added: extra")
+	screen.press("y")
+	screen.waitFor("extra was just added")
+	screen.press("\x1b")
+	screen.waitFor("no credentials entered for extra")
+	var mid contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &mid)
+	if mid.Revision != before.Revision+2 || !strings.Contains(string(mid.Settings), `"id":"extra"`) || !strings.Contains(string(mid.Settings), `"extra one"`) {
+		t.Fatalf("after adding: revision %d (was %d), settings %s", mid.Revision, before.Revision, mid.Settings)
+	}
+
+	screen.press("G")
+	screen.waitFor("> extra")
+	screen.press("X")
+	screen.waitFor("removed: extra")
+	screen.press("y")
+	screen.waitFor("removed extra")
+	var after contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &after)
+	if after.Revision != mid.Revision+1 || strings.Contains(string(after.Settings), `"extra"`) {
+		t.Errorf("after removing: revision %d, settings %s", after.Revision, after.Settings)
+	}
 
 	screen.press("q")
 	if out, code := p.wait(t); code != 0 {

@@ -17,6 +17,7 @@ type keyMap struct {
 	CancelFlow                                   key.Binding
 	Credentials                                  key.Binding
 	Pause                                        key.Binding
+	Add, Remove, Logout, Grant, Kinds            key.Binding
 	Run                                          key.Binding
 }
 
@@ -47,6 +48,11 @@ func newKeyMap() keyMap {
 		CancelFlow:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel sign-in")),
 		Credentials: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "credentials")),
 		Pause:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Add:         key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "add a server")),
+		Remove:      key.NewBinding(key.WithKeys("X"), key.WithHelp("X", "remove it")),
+		Logout:      key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "log out (OAuth)")),
+		Grant:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "grant")),
+		Kinds:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "kinds")),
 		Run:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "call it")),
 	}
 	for i, name := range paneNames {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -231,8 +232,23 @@ type model struct {
 	auth  *authState
 	creds *credForm
 	run   *runState
-	// schemaTool is the tool the schema view shows (r calls it).
+	// change is a settings change proposed from a pane, on screen until
+	// saved or left; confirm a yes/no question; grantFor the tool whose
+	// grant chooser is open; adding the one-line add.
+	change   *changeState
+	confirm  *confirmState
+	grantFor *contracts.CatalogTool
+	adding   *textinput.Model
+	// offerCreds are servers a save added whose credentials the console
+	// offers to enter, once status and settings reach offerRev.
+	offerCreds []string
+	offerRev   uint64
+	// schemaTool is the tool the schema view shows (r calls it);
+	// schemaKind the kind of catalog row it shows.
 	schemaTool contracts.CatalogTool
+	schemaKind string
+	// catKind narrows the catalog pane to one kind ("" shows all).
+	catKind    string
 	logLines   []string
 	logView    viewport.Model
 	logFollow  bool
@@ -637,13 +653,14 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.holdKey(msg)
 			return m, nil
 		}
-		return m, m.key(msg)
+		return m, tea.Batch(m.key(msg), m.nextOffer())
 	case handBack:
 		m.handingOff = false
 		_, cmd := m.update(msg)
-		return m, tea.Batch(cmd, m.replayHeld())
+		return m, tea.Batch(cmd, m.replayHeld(), m.nextOffer())
 	}
-	return m.update(msg)
+	_, cmd := m.update(msg)
+	return m, tea.Batch(cmd, m.nextOffer())
 }
 
 // update handles every message but a key.
@@ -712,8 +729,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			delete(m.catErr, msg.server)
 			m.catalogs[msg.server] = msg.res
 		}
-		listed, _ := m.listed()
-		m.catCursor = clamp(m.catCursor, len(listed))
+		m.catCursor = clamp(m.catCursor, len(m.rows()))
 		return m, nil
 	case actionsMsg:
 		if msg.err != nil {
@@ -813,6 +829,10 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.configure(m.draft, m.base, true)
 	case configureMsg:
 		return m, m.configured(msg)
+	case proposedMsg:
+		return m, m.proposed(msg)
+	case changeSavedMsg:
+		return m, m.changeSaved(msg)
 	case opMsg:
 		if msg.err != nil {
 			m.setFlash(errText(msg.err), true)
@@ -868,15 +888,7 @@ func (m *model) configured(msg configureMsg) tea.Cmd {
 		return nil
 	}
 	m.draft, m.dryRun, m.problems = nil, nil, nil
-	text := fmt.Sprintf("settings saved: revision %d", msg.res.Revision)
-	if msg.res.Unchanged {
-		text = fmt.Sprintf("settings unchanged (revision %d)", msg.res.Revision)
-	}
-	if len(msg.res.Disconnected) > 0 {
-		text += "; disconnected " + strings.Join(msg.res.Disconnected, ", ")
-	}
-	m.setFlash(text, false)
-	return tea.Batch(m.loadSettings(), m.loadStatus())
+	return m.saved(msg.res)
 }
 
 // authed handles a sign-in answer: a link to show, or the outcome.
@@ -956,6 +968,16 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	if m.creds != nil {
 		return m.credKey(msg)
+	}
+	switch {
+	case m.change != nil:
+		return m.changeKey(msg)
+	case m.confirm != nil:
+		return m.confirmKey(msg)
+	case m.grantFor != nil:
+		return m.grantKey(msg)
+	case m.adding != nil:
+		return m.addKey(msg)
 	}
 	// Text entry takes every key but the ones that end it.
 	if m.searching {
@@ -1085,6 +1107,11 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 	n := len(m.status.Servers)
 	switch {
 	case moveCursor(msg, k, &m.srvCursor, n):
+		return nil
+	case key.Matches(msg, k.Add):
+		m.adding = m.newAddInput()
+		m.setFlash("", false)
+		return textinput.Blink
 	}
 	s, ok := m.selectedServer()
 	if !ok {
@@ -1117,6 +1144,10 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		m.setFlash("pausing "+s.ID+"...", false)
 		return m.pause(s.ID)
+	case key.Matches(msg, k.Remove):
+		return m.removeServer(s.ID)
+	case key.Matches(msg, k.Logout):
+		return m.logout(s)
 	case key.Matches(msg, k.Open):
 		m.serverOnly = s.ID
 		m.clearSearch()
@@ -1193,20 +1224,26 @@ func (m *model) clearSearch() {
 func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	if m.schema != nil {
-		if key.Matches(msg, k.Back) || msg.Type == tea.KeyEnter {
+		isTool := m.schemaKind == kindTool
+		switch {
+		case key.Matches(msg, k.Back) || msg.Type == tea.KeyEnter:
 			m.schema = nil
 			return nil
-		}
-		if key.Matches(msg, k.Run) {
+		case key.Matches(msg, k.Run) && isTool:
 			m.run = m.newRun(m.schemaTool)
 			return textinput.Blink
+		case key.Matches(msg, k.Grant) && isTool:
+			t := m.schemaTool
+			m.grantFor = &t
+			m.setFlash("", false)
+			return nil
 		}
 		vp, cmd := m.schema.Update(msg)
 		m.schema = &vp
 		return cmd
 	}
-	tools, _ := m.listed()
-	n := len(tools)
+	rows := m.rows()
+	n := len(rows)
 	switch {
 	case moveCursor(msg, k, &m.catCursor, n):
 	case key.Matches(msg, k.Search):
@@ -1214,13 +1251,31 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 		return m.search.Focus()
 	case key.Matches(msg, k.Back):
 		m.clearSearch()
-		m.serverOnly = ""
+		m.serverOnly, m.catKind = "", ""
+	case key.Matches(msg, k.Kinds):
+		i := slices.Index(catKinds, m.catKind)
+		m.catKind = catKinds[(i+1)%len(catKinds)]
+		m.catCursor = 0
+	case key.Matches(msg, k.Grant):
+		if m.catCursor < n && rows[m.catCursor].kind == kindTool {
+			t := rows[m.catCursor].tool
+			m.grantFor = &t
+			m.setFlash("", false)
+		} else if m.catCursor < n {
+			m.setFlash("grants are for tools: "+rows[m.catCursor].kind+"s are read, not called", true)
+		}
 	case key.Matches(msg, k.Open):
 		if m.catCursor < n {
-			t := tools[m.catCursor]
+			r := rows[m.catCursor]
 			vp := viewport.New(m.width, m.bodyHeight())
-			vp.SetContent(m.schemaText(t))
-			m.schema, m.schemaOf, m.schemaTool = &vp, t.Server+"/"+t.Name, t
+			if r.kind == kindTool {
+				vp.SetContent(m.schemaText(r.tool))
+				m.schemaOf, m.schemaTool = r.tool.Server+"/"+r.tool.Name, r.tool
+			} else {
+				vp.SetContent(m.itemText(r))
+				m.schemaOf, m.schemaTool = r.server+"/"+r.item.Name+r.item.URI, contracts.CatalogTool{}
+			}
+			m.schema, m.schemaKind = &vp, r.kind
 		}
 	}
 	return nil
