@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -456,6 +457,194 @@ func TestTUICall(t *testing.T) {
 	screen.waitFor("status: completed · receipt ")
 	screen.press("\x1b")
 	screen.waitFor("r call it")
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// startConsole runs pikoctl tui on an 80x24 pseudo-terminal against d.
+func startConsole(t *testing.T, d *daemon, env ...string) (*ttyProc, *tuiScreen) {
+	t.Helper()
+	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
+	cmd.Env = append(append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1"), env...)
+	p := startTTYWith(t, cmd, func(slave *os.File) {
+		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
+			t.Fatalf("sizing the terminal: %v", err)
+		}
+	})
+	return p, &tuiScreen{t: t, p: p}
+}
+
+// TestTUIPauseResume pauses a server from the console (p: any client may
+// pause) and resumes it (p again), which hands the terminal to pikoctl
+// mcp resume: the owner types the server id there, exactly as on its own;
+// a wrong answer keeps the server paused. A granted call is held while it
+// is paused and runs after.
+func TestTUIPauseResume(t *testing.T) {
+	t.Parallel()
+	d, _ := approvalDaemon(t)
+	p, screen := startConsole(t, d)
+	screen.waitFor("connected")
+
+	screen.press("p")
+	screen.waitFor("fx paused: every new call to it is held")
+	waitServer(t, d, "fx", "to be paused by the console", func(st contracts.ServerStatus) bool {
+		return st.State == contracts.StatePaused && st.Pause != nil
+	})
+	screen.waitFor("p resume")
+	if res := callTool(t, d, "fx", "echo", `{"text":"while paused"}`); res.Status != contracts.CallApprovalRequired || !strings.Contains(res.Held, "paused") {
+		t.Errorf("a read-only call while the console paused fx: %+v, want held as approval_required", res)
+	}
+
+	// Resuming asks at the terminal; anything but the id keeps the pause.
+	screen.press("p")
+	screen.waitFor("Type the server id (fx) to resume")
+	screen.mark()
+	p.typeLine(t, "no")
+	screen.waitFor("not resumed: the server stays paused")
+	screen.waitFor("press Enter to return")
+	screen.press("\r")
+	screen.waitFor("fx stays paused (pikoctl mcp resume: exit status 1)")
+	if st := serverStatus(t, d, "fx"); st.State != contracts.StatePaused {
+		t.Fatalf("after a wrong answer fx is %s, want still paused", st.State)
+	}
+
+	screen.press("p")
+	screen.waitFor("Type the server id (fx) to resume")
+	screen.mark()
+	p.typeLine(t, "fx")
+	screen.waitFor("resumed fx: calls run under their grants again")
+	screen.waitFor("press Enter to return")
+	screen.press("\r")
+	screen.waitFor("fx resumed: calls run under their grants again")
+	screen.waitFor("p pause")
+	if st := serverStatus(t, d, "fx"); st.State != contracts.StateConnected || st.Pause != nil {
+		t.Errorf("after resuming in the console fx is %s (pause %+v), want connected", st.State, st.Pause)
+	}
+	nonce := "tui-resumed-" + randomHex(t, 4)
+	if res := callTool(t, d, "fx", "echo", `{"text":"`+nonce+`"}`); res.Status != contracts.CallCompleted {
+		t.Errorf("a read-only call after the resume: %+v, want completed", res)
+	}
+
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// TestTUIKeysAfterHandOff: keys typed together with the Enter that ends a
+// hand-off act on the console as soon as it is back: "j" and Enter on the
+// actions list (not on the review the approval closed), and a second
+// Enter (not turned into a line feed by the terminal's line discipline).
+func TestTUIKeysAfterHandOff(t *testing.T) {
+	t.Parallel()
+	d, _ := approvalDaemon(t)
+	p, screen := startConsole(t, d)
+	screen.waitFor("connected")
+	older := prepareCount(t, d, "fx", "tui-older-"+randomHex(t, 4))
+	newer := prepareCount(t, d, "fx", "tui-newer-"+randomHex(t, 4))
+	screen.press("3")
+	screen.waitFor(older.ActionID)
+	approveAt := func() {
+		t.Helper()
+		screen.waitFor("digest:")
+		screen.press("a")
+		screen.waitFor(approvePrompt)
+		m := regexp.MustCompile(`type ([0-9a-f]{6}) \(`).FindStringSubmatch(screen.since())
+		if m == nil {
+			t.Fatalf("no digest suffix on the screen:\n%s", screen.since())
+		}
+		screen.mark()
+		p.typeLine(t, m[1])
+		screen.waitFor("press Enter to return")
+	}
+	screen.press("\r") // the newest first: newer
+	approveAt()
+	// Enter, then j and Enter at once: the second row's review opens.
+	screen.press("\rj\r")
+	screen.waitFor("action:    " + older.ActionID + " (prepared)")
+	wantState(t, d, newer.ActionID, contracts.ActionCompleted)
+
+	approveAt()
+	screen.press("\r\r")
+	screen.waitFor("approved and run")
+	screen.waitFor("action:    act_")
+	wantState(t, d, older.ActionID, contracts.ActionCompleted)
+
+	screen.press("q")
+	if out, code := p.wait(t); code != 0 {
+		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
+
+// TestTUIGrantAddRemove changes settings from the panes against a real
+// pikod: a tool granted read from the catalog (the dry run's widens line
+// first, then y) applies live, so its next call runs without approval; a
+// server added with the one-line add is offered its credentials at once;
+// X removes it. Each save is checked against the revision it was made
+// from.
+func TestTUIGrantAddRemove(t *testing.T) {
+	t.Parallel()
+	d, callLog := approvalDaemon(t)
+	p, screen := startConsole(t, d)
+	screen.waitFor("connected")
+	var before contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &before)
+	gen := serverStatus(t, d, "fx").Generation
+
+	screen.press("2")
+	screen.waitFor("tools · every connected server")
+	screen.press("/")
+	screen.waitFor("name or description")
+	screen.press("count")
+	screen.waitFor("fx/count")
+	screen.press("\r")
+	screen.press("e")
+	screen.waitFor("Grant of fx/count")
+	screen.press("r")
+	screen.waitFor(`WIDENS: server "fx": "count" runs without approval`)
+	screen.waitFor("y saves it")
+	screen.press("y")
+	screen.waitFor("applied live: fx (nothing restarted)")
+	if st := serverStatus(t, d, "fx"); st.State != contracts.StateConnected || st.Generation != gen {
+		t.Errorf("after a grant from the console fx is %s, generation %d (was %d): want the same connection", st.State, st.Generation, gen)
+	}
+	nonce := "tui-granted-" + randomHex(t, 4)
+	if res := callTool(t, d, "fx", "count", fmt.Sprintf(`{"nonce":%q}`, nonce)); res.Status != contracts.CallCompleted {
+		t.Errorf("count after granting it read in the console: %+v, want completed without approval", res)
+	}
+	wantNonce(t, callLog, nonce, 1)
+
+	screen.press("1")
+	screen.waitFor("[1 servers]")
+	screen.press("a")
+	screen.waitFor("Add a server")
+	screen.press(`extra ` + fixtureBin + ` --name "extra one"`)
+	screen.press("\r")
+	screen.waitFor("added: extra")
+	screen.press("y")
+	screen.waitFor("extra was just added")
+	screen.press("\x1b")
+	screen.waitFor("no credentials entered for extra")
+	var mid contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &mid)
+	if mid.Revision != before.Revision+2 || !strings.Contains(string(mid.Settings), `"id":"extra"`) || !strings.Contains(string(mid.Settings), `"extra one"`) {
+		t.Fatalf("after adding: revision %d (was %d), settings %s", mid.Revision, before.Revision, mid.Settings)
+	}
+
+	screen.press("G")
+	screen.waitFor("> extra")
+	screen.press("X")
+	screen.waitFor("removed: extra")
+	screen.press("y")
+	screen.waitFor("removed extra")
+	var after contracts.SettingsResult
+	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &after)
+	if after.Revision != mid.Revision+1 || strings.Contains(string(after.Settings), `"extra"`) {
+		t.Errorf("after removing: revision %d, settings %s", after.Revision, after.Settings)
+	}
+
 	screen.press("q")
 	if out, code := p.wait(t); code != 0 {
 		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)

@@ -19,19 +19,25 @@ func (a *app) newTUICmd() *cobra.Command {
 		Use:   "tui",
 		Short: "Open the owner's console: servers, catalog, actions, settings and events, live",
 		Long: `tui opens a full-screen console on pikod: the servers with their state,
-protocol, tool count and last error (connect, disconnect, reconnect, OAuth
-sign-in, credentials entered in a masked form), every connected server's
-tools with ranked search (BM25, as 'pikoctl mcp search'), a schema view and
-calls with their progress, prepared actions with review,
+protocol, tool count and last error (connect, disconnect, reconnect, pause
+and resume, OAuth sign-in and sign-out, credentials entered in a masked
+form, add and remove), every connected server's tools, resources, templates
+and prompts, with ranked search of the tools (BM25, as 'pikoctl mcp
+search'), a schema view, grants (read, autonomous, select, revoke,
+deselect) and calls with their progress, prepared actions with review,
 approve and reject, the settings (edited as strict JSON in $VISUAL or
 $EDITOR, checked, and saved with the revision check), a log of events
 (extensions.mcp.watch), and the requests servers send you (elicitation,
-sampling), read whole and answered or declined.
+sampling), read whole and answered or declined. Every settings change is
+checked by pikod first (a dry run that lists what it widens) and saved only
+when you press y, with the revision check.
 
 Approving hands the terminal to 'pikoctl mcp approve', which asks for the
 digest's last 6 characters (and the approval passphrase, when set) exactly
 as it does on its own; answering a request hands it to 'pikoctl mcp
-respond' (declining to 'pikoctl mcp respond --decline') the same way. Press ? for every key. NO_COLOR turns colour off.`,
+respond' (declining to 'pikoctl mcp respond --decline') the same way, and
+resuming a paused server to 'pikoctl mcp resume'. Press ? for every key.
+NO_COLOR turns colour off.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !a.stdinIsTerminal() {
@@ -75,6 +81,11 @@ respond' (declining to 'pikoctl mcp respond --decline') the same way. Press ? fo
 						args = append(args, "--decline")
 					}
 					rc := exec.Command(self, args...)
+					rc.Env = os.Environ()
+					return rc
+				},
+				Resume: func(server string) *exec.Cmd {
+					rc := exec.Command(self, "--socket", socket, "mcp", "resume", server)
 					rc.Env = os.Environ()
 					return rc
 				},

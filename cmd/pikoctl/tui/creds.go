@@ -32,6 +32,9 @@ type credForm struct {
 	fields []string
 	rows   []credRow
 	focus  int
+	// offered: the console opened the form itself, for a server a save
+	// just added.
+	offered bool
 }
 
 // credRow is one field: kind is env, headers or oauthClientSecret (which
@@ -205,6 +208,10 @@ func (m *model) credKey(msg tea.KeyMsg) tea.Cmd {
 	switch msg.Type {
 	case tea.KeyEsc:
 		m.creds = nil
+		if f.offered {
+			m.setFlash("no credentials entered for "+f.server+": v on the servers pane enters them later", false)
+			return nil
+		}
 		m.setFlash("credentials not changed: nothing was sent", false)
 		return nil
 	case tea.KeyCtrlC:
@@ -286,6 +293,9 @@ func (m *model) secretStored(msg secretMsg) tea.Cmd {
 func (m *model) credBody() []string {
 	f := m.creds
 	out := []string{m.st.title.Render("Credentials of " + safe(f.server) + " (" + safe(f.transport) + ")"), ""}
+	if f.offered {
+		out = append(out, safe(f.server)+" was just added. Enter what it needs (a token, a key), or esc if nothing.")
+	}
 	switch f.stored {
 	case "stored":
 		out = append(out, ansi.Truncate("Stored: "+safe(strings.Join(f.fields, ", ")), 78, "…"))

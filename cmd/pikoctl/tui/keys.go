@@ -16,6 +16,8 @@ type keyMap struct {
 	Edit, Discard, Save                          key.Binding
 	CancelFlow                                   key.Binding
 	Credentials                                  key.Binding
+	Pause                                        key.Binding
+	Add, Remove, Logout, Grant, Kinds            key.Binding
 	Run                                          key.Binding
 }
 
@@ -45,6 +47,12 @@ func newKeyMap() keyMap {
 		Save:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "save")),
 		CancelFlow:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "cancel sign-in")),
 		Credentials: key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "credentials")),
+		Pause:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Add:         key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "add a server")),
+		Remove:      key.NewBinding(key.WithKeys("X"), key.WithHelp("X", "remove it")),
+		Logout:      key.NewBinding(key.WithKeys("L"), key.WithHelp("L", "log out (OAuth)")),
+		Grant:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "grant")),
+		Kinds:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "kinds")),
 		Run:         key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "call it")),
 	}
 	for i, name := range paneNames {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,6 +43,11 @@ type Options struct {
 	// set) for the same daemon. The TUI hands it the terminal; it asks the
 	// answer (and the passphrase) itself.
 	Respond func(requestID string, decline bool) *exec.Cmd
+	// Resume returns the command that resumes one paused server at this
+	// terminal: "pikoctl mcp resume SERVER" for the same daemon. The TUI
+	// hands it the terminal; it asks for the server id (and the
+	// passphrase) itself.
+	Resume func(server string) *exec.Cmd
 	// Editor is the command line of the settings editor ($VISUAL or
 	// $EDITOR); empty means vi.
 	Editor string
@@ -174,6 +180,11 @@ type model struct {
 	flash    string
 	flashBad bool
 	lost     bool
+	// handingOff is set while another program has (or is about to get,
+	// or just gave back) the terminal, until its outcome arrives; held are
+	// the keys typed meanwhile, replayed then.
+	handingOff bool
+	held       []tea.KeyMsg
 
 	status    contracts.StatusResult
 	statusErr string
@@ -221,8 +232,23 @@ type model struct {
 	auth  *authState
 	creds *credForm
 	run   *runState
-	// schemaTool is the tool the schema view shows (r calls it).
+	// change is a settings change proposed from a pane, on screen until
+	// saved or left; confirm a yes/no question; grantFor the tool whose
+	// grant chooser is open; adding the one-line add.
+	change   *changeState
+	confirm  *confirmState
+	grantFor *contracts.CatalogTool
+	adding   *textinput.Model
+	// offerCreds are servers a save added whose credentials the console
+	// offers to enter, once status and settings reach offerRev.
+	offerCreds []string
+	offerRev   uint64
+	// schemaTool is the tool the schema view shows (r calls it);
+	// schemaKind the kind of catalog row it shows.
 	schemaTool contracts.CatalogTool
+	schemaKind string
+	// catKind narrows the catalog pane to one kind ("" shows all).
+	catKind    string
 	logLines   []string
 	logView    viewport.Model
 	logFollow  bool
@@ -412,7 +438,7 @@ func (m *model) loadCatalog(server string) tea.Cmd {
 func (m *model) loadCatalogs() tea.Cmd {
 	var cmds []tea.Cmd
 	for _, s := range m.status.Servers {
-		if s.State == contracts.StateConnected {
+		if connected(s) {
 			cmds = append(cmds, m.loadCatalog(s.ID))
 		}
 	}
@@ -505,6 +531,22 @@ func (m *model) serverOp(op, server string) tea.Cmd {
 	}
 }
 
+// pause holds every new call to server for the owner
+// (extensions.mcp.pause: anyone may pause; resuming is terminal-only).
+func (m *model) pause(server string) tea.Cmd {
+	return func() tea.Msg {
+		var res contracts.PauseResult
+		if err := m.call(contracts.MethodMCPPause, contracts.PauseParams{Server: server}, &res); err != nil {
+			return opMsg{err: fmt.Errorf("pausing %s: %w", server, err)}
+		}
+		what := "paused"
+		if !res.Changed {
+			what = "already paused"
+		}
+		return opMsg{text: fmt.Sprintf("%s %s: every new call to it is held as an action for you; p resumes it (you confirm at the terminal)", server, what)}
+	}
+}
+
 // authStart starts an OAuth sign-in.
 func (m *model) authStart(server string) tea.Cmd {
 	return func() tea.Msg {
@@ -559,60 +601,6 @@ func (m *model) configure(text []byte, rev uint64, dryRun bool) tea.Cmd {
 	}
 }
 
-// approve hands the terminal to "pikoctl mcp approve ID".
-func (m *model) approve(id string) tea.Cmd {
-	if m.opts.Approve == nil {
-		return func() tea.Msg { return opMsg{err: errors.New("approving is not available here")} }
-	}
-	return tea.Exec(&pausedCmd{cmd: m.opts.Approve(id), id: id}, func(err error) tea.Msg {
-		return approvedMsg{id: id, err: err}
-	})
-}
-
-// respond hands the terminal to "pikoctl mcp respond ID" (--decline).
-func (m *model) respond(id string, decline bool) tea.Cmd {
-	if m.opts.Respond == nil {
-		return func() tea.Msg { return opMsg{err: errors.New("answering requests is not available here")} }
-	}
-	return tea.Exec(&pausedCmd{cmd: m.opts.Respond(id, decline), id: id}, func(err error) tea.Msg {
-		return respondedMsg{id: id, decline: decline, err: err}
-	})
-}
-
-// pausedCmd runs a command on the terminal the TUI released, then waits
-// for Enter so its output can be read before the TUI comes back.
-type pausedCmd struct {
-	cmd *exec.Cmd
-	id  string
-	in  io.Reader
-	out io.Writer
-}
-
-func (p *pausedCmd) SetStdin(r io.Reader)  { p.in = r }
-func (p *pausedCmd) SetStdout(w io.Writer) { p.out = w }
-func (p *pausedCmd) SetStderr(io.Writer)   {}
-
-func (p *pausedCmd) Run() error {
-	// The approver's stdin must be the terminal itself (pikod checks it):
-	// hand it the real file, not a wrapper.
-	if f, ok := p.in.(*os.File); ok {
-		p.cmd.Stdin = f
-	} else {
-		p.cmd.Stdin = os.Stdin
-	}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	err := p.cmd.Run()
-	fmt.Fprint(p.out, "\npress Enter to return to pikoctl tui ")
-	var b [1]byte
-	for {
-		n, rerr := p.cmd.Stdin.Read(b[:])
-		if rerr != nil || (n == 1 && (b[0] == '\n' || b[0] == '\r')) {
-			break
-		}
-	}
-	return err
-}
-
 // edit opens the settings text in the editor; the result comes back as an
 // editedMsg with the file's new content.
 func (m *model) edit(text []byte) tea.Cmd {
@@ -634,6 +622,7 @@ func (m *model) edit(text []byte) tea.Cmd {
 		editor = []string{"vi"}
 	}
 	cmd := exec.Command(editor[0], append(editor[1:], path)...)
+	m.handingOff = true
 	return tea.ExecProcess(cmd, func(err error) tea.Msg {
 		defer os.Remove(path)
 		if err != nil {
@@ -654,12 +643,33 @@ func (m *model) setFlash(text string, bad bool) {
 // Update handles one message.
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		// A line feed is Enter, as in a shell: it is what a terminal in
+		// canonical mode makes of one typed during a hand-off.
+		if msg.Type == tea.KeyCtrlJ {
+			msg.Type = tea.KeyEnter
+		}
+		if m.handingOff {
+			m.holdKey(msg)
+			return m, nil
+		}
+		return m, tea.Batch(m.key(msg), m.nextOffer())
+	case handBack:
+		m.handingOff = false
+		_, cmd := m.update(msg)
+		return m, tea.Batch(cmd, m.replayHeld(), m.nextOffer())
+	}
+	_, cmd := m.update(msg)
+	return m, tea.Batch(cmd, m.nextOffer())
+}
+
+// update handles every message but a key.
+func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.layout()
 		return m, nil
-	case tea.KeyMsg:
-		return m, m.key(msg)
 	case tickMsg:
 		cmds := []tea.Cmd{tick()}
 		if !m.lost {
@@ -696,7 +706,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmds []tea.Cmd
 		// Read the catalogs of servers that came up or changed.
 		for _, s := range m.status.Servers {
-			if s.State != contracts.StateConnected {
+			if !connected(s) {
 				delete(m.catalogs, s.ID)
 				continue
 			}
@@ -719,8 +729,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			delete(m.catErr, msg.server)
 			m.catalogs[msg.server] = msg.res
 		}
-		listed, _ := m.listed()
-		m.catCursor = clamp(m.catCursor, len(listed))
+		m.catCursor = clamp(m.catCursor, len(m.rows()))
 		return m, nil
 	case actionsMsg:
 		if msg.err != nil {
@@ -820,6 +829,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.configure(m.draft, m.base, true)
 	case configureMsg:
 		return m, m.configured(msg)
+	case proposedMsg:
+		return m, m.proposed(msg)
+	case changeSavedMsg:
+		return m, m.changeSaved(msg)
 	case opMsg:
 		if msg.err != nil {
 			m.setFlash(errText(msg.err), true)
@@ -839,6 +852,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case runDoneMsg:
 		return m, m.runDone(msg)
+	case resumedMsg:
+		if msg.err != nil {
+			m.setFlash(fmt.Sprintf("%s stays paused (pikoctl mcp resume: %v)", msg.server, msg.err), true)
+		} else {
+			m.setFlash(fmt.Sprintf("%s resumed: calls run under their grants again (held actions stay in 3 actions)", msg.server), false)
+		}
+		return m, tea.Batch(m.loadStatus(), m.loadActions())
 	case approvedMsg:
 		if msg.err != nil {
 			m.setFlash(fmt.Sprintf("action %s: pikoctl mcp approve ended with %v (its output was shown above)", msg.id, msg.err), true)
@@ -868,15 +888,7 @@ func (m *model) configured(msg configureMsg) tea.Cmd {
 		return nil
 	}
 	m.draft, m.dryRun, m.problems = nil, nil, nil
-	text := fmt.Sprintf("settings saved: revision %d", msg.res.Revision)
-	if msg.res.Unchanged {
-		text = fmt.Sprintf("settings unchanged (revision %d)", msg.res.Revision)
-	}
-	if len(msg.res.Disconnected) > 0 {
-		text += "; disconnected " + strings.Join(msg.res.Disconnected, ", ")
-	}
-	m.setFlash(text, false)
-	return tea.Batch(m.loadSettings(), m.loadStatus())
+	return m.saved(msg.res)
 }
 
 // authed handles a sign-in answer: a link to show, or the outcome.
@@ -956,6 +968,16 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	if m.creds != nil {
 		return m.credKey(msg)
+	}
+	switch {
+	case m.change != nil:
+		return m.changeKey(msg)
+	case m.confirm != nil:
+		return m.confirmKey(msg)
+	case m.grantFor != nil:
+		return m.grantKey(msg)
+	case m.adding != nil:
+		return m.addKey(msg)
 	}
 	// Text entry takes every key but the ones that end it.
 	if m.searching {
@@ -1085,6 +1107,11 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 	n := len(m.status.Servers)
 	switch {
 	case moveCursor(msg, k, &m.srvCursor, n):
+		return nil
+	case key.Matches(msg, k.Add):
+		m.adding = m.newAddInput()
+		m.setFlash("", false)
+		return textinput.Blink
 	}
 	s, ok := m.selectedServer()
 	if !ok {
@@ -1111,6 +1138,16 @@ func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
 		m.creds = m.newCredForm(s)
 		m.setFlash("", false)
 		return textinput.Blink
+	case key.Matches(msg, k.Pause):
+		if s.Pause != nil {
+			return m.resume(s.ID)
+		}
+		m.setFlash("pausing "+s.ID+"...", false)
+		return m.pause(s.ID)
+	case key.Matches(msg, k.Remove):
+		return m.removeServer(s.ID)
+	case key.Matches(msg, k.Logout):
+		return m.logout(s)
 	case key.Matches(msg, k.Open):
 		m.serverOnly = s.ID
 		m.clearSearch()
@@ -1187,20 +1224,26 @@ func (m *model) clearSearch() {
 func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	if m.schema != nil {
-		if key.Matches(msg, k.Back) || msg.Type == tea.KeyEnter {
+		isTool := m.schemaKind == kindTool
+		switch {
+		case key.Matches(msg, k.Back) || msg.Type == tea.KeyEnter:
 			m.schema = nil
 			return nil
-		}
-		if key.Matches(msg, k.Run) {
+		case key.Matches(msg, k.Run) && isTool:
 			m.run = m.newRun(m.schemaTool)
 			return textinput.Blink
+		case key.Matches(msg, k.Grant) && isTool:
+			t := m.schemaTool
+			m.grantFor = &t
+			m.setFlash("", false)
+			return nil
 		}
 		vp, cmd := m.schema.Update(msg)
 		m.schema = &vp
 		return cmd
 	}
-	tools, _ := m.listed()
-	n := len(tools)
+	rows := m.rows()
+	n := len(rows)
 	switch {
 	case moveCursor(msg, k, &m.catCursor, n):
 	case key.Matches(msg, k.Search):
@@ -1208,13 +1251,31 @@ func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
 		return m.search.Focus()
 	case key.Matches(msg, k.Back):
 		m.clearSearch()
-		m.serverOnly = ""
+		m.serverOnly, m.catKind = "", ""
+	case key.Matches(msg, k.Kinds):
+		i := slices.Index(catKinds, m.catKind)
+		m.catKind = catKinds[(i+1)%len(catKinds)]
+		m.catCursor = 0
+	case key.Matches(msg, k.Grant):
+		if m.catCursor < n && rows[m.catCursor].kind == kindTool {
+			t := rows[m.catCursor].tool
+			m.grantFor = &t
+			m.setFlash("", false)
+		} else if m.catCursor < n {
+			m.setFlash("grants are for tools: "+rows[m.catCursor].kind+"s are read, not called", true)
+		}
 	case key.Matches(msg, k.Open):
 		if m.catCursor < n {
-			t := tools[m.catCursor]
+			r := rows[m.catCursor]
 			vp := viewport.New(m.width, m.bodyHeight())
-			vp.SetContent(m.schemaText(t))
-			m.schema, m.schemaOf, m.schemaTool = &vp, t.Server+"/"+t.Name, t
+			if r.kind == kindTool {
+				vp.SetContent(m.schemaText(r.tool))
+				m.schemaOf, m.schemaTool = r.tool.Server+"/"+r.tool.Name, r.tool
+			} else {
+				vp.SetContent(m.itemText(r))
+				m.schemaOf, m.schemaTool = r.server+"/"+r.item.Name+r.item.URI, contracts.CatalogTool{}
+			}
+			m.schema, m.schemaKind = &vp, r.kind
 		}
 	}
 	return nil
@@ -1410,6 +1471,12 @@ func jsonProblem(text []byte) string {
 		return "not JSON: " + err.Error()
 	}
 	return "not JSON"
+}
+
+// connected reports whether the server's connection is up, paused or not
+// (a pause holds calls; the connection and its catalog stay).
+func connected(s contracts.ServerStatus) bool {
+	return s.State == contracts.StateConnected || (s.State == contracts.StatePaused && s.ConnectionState == contracts.StateConnected)
 }
 
 func findServer(st contracts.StatusResult, id string) (contracts.ServerStatus, bool) {

@@ -455,16 +455,22 @@ func TestRequestsPane(t *testing.T) {
 	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")}); cmd == nil {
 		t.Fatal("a on a pending request returned no command")
 	}
+	// While respond has the terminal no key acts: x waits for its outcome.
+	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")}); cmd != nil {
+		t.Fatal("x during the hand-off to respond acted before respond ended")
+	}
+	m.Update(respondedMsg{id: "req_02"})
+	if m.request != nil || !strings.Contains(m.flash, "request req_02 answered") {
+		t.Errorf("after respond: view open %v, flash %q", m.request != nil, m.flash)
+	}
+	m.Update(requestReadMsg{res: full})
 	if _, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x")}); cmd == nil {
 		t.Fatal("x on a pending request returned no command")
 	}
 	if strings.Join(got, ",") != "req_02 false,req_02 true" {
 		t.Errorf("respond commands built: %q, want answer then decline of req_02", got)
 	}
-	m.Update(respondedMsg{id: "req_02"})
-	if m.request != nil || !strings.Contains(m.flash, "request req_02 answered") {
-		t.Errorf("after respond: view open %v, flash %q", m.request != nil, m.flash)
-	}
+	m.Update(respondedMsg{id: "req_02", decline: true})
 	// The re-read an event started while respond ran does not reopen it.
 	answered := full
 	answered.State = contracts.RequestAnswered

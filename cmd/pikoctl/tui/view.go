@@ -130,6 +130,16 @@ func (m *model) body() []string {
 	if m.creds != nil {
 		return m.credBody()
 	}
+	switch {
+	case m.change != nil:
+		return m.changeBody()
+	case m.confirm != nil:
+		return m.confirm.lines
+	case m.grantFor != nil:
+		return m.grantBody()
+	case m.adding != nil:
+		return m.addBody()
+	}
 	switch m.pane {
 	case paneServers:
 		return m.serversBody()
@@ -200,7 +210,8 @@ func (m *model) serversBody() []string {
 		return []string{
 			"no servers configured.",
 			"",
-			"4 opens the settings; e edits them in $EDITOR. A server looks like",
+			"a adds one: NAME then its command, or NAME then its https:// URL.",
+			"Or 4 opens the settings; e edits them in $EDITOR. A server looks like",
 			`  {"id":"files","transport":"stdio","command":"/usr/bin/mcp-files"}`,
 		}
 	}
@@ -216,7 +227,7 @@ func (m *model) serversBody() []string {
 			proto = "-"
 		}
 		tools := "-"
-		if s.State == contracts.StateConnected {
+		if connected(s) {
 			tools = fmt.Sprint(s.ToolCount)
 		}
 		state := s.State
@@ -253,6 +264,16 @@ func (m *model) serverDetail() []string {
 		add("pid", fmt.Sprint(s.PID))
 	}
 	add("since", s.ConnectedSince)
+	if p := s.Pause; p != nil {
+		v := "since " + p.Since
+		if p.Reason != "" {
+			v += ": " + p.Reason
+		}
+		if s.ConnectionState != "" && s.ConnectionState != contracts.StateConnected {
+			v += " (connection " + s.ConnectionState + ")"
+		}
+		add("paused", v)
+	}
 	if s.Credentials != "" {
 		add("credentials", s.Credentials+" (v enters them, masked)")
 	}
@@ -296,7 +317,7 @@ func (m *model) serverDetail() []string {
 }
 
 func (m *model) catalogBody() []string {
-	tools, scores := m.listed()
+	rows := m.rows()
 	q := strings.TrimSpace(m.search.Value())
 	var out []string
 	if m.searching || m.search.Value() != "" {
@@ -306,21 +327,23 @@ func (m *model) catalogBody() []string {
 	if m.serverOnly != "" {
 		scope = "server " + safe(m.serverOnly)
 	}
-	total := 0
-	for id, c := range m.catalogs {
-		if m.serverOnly == "" || id == m.serverOnly {
-			total += len(c.Tools)
-		}
-	}
+	total, others := m.catCounts()
 	switch {
 	case q == "":
-		out = append(out, m.st.dim.Render(fmt.Sprintf("%d tools · %s · / searches · enter shows the schema", total, scope)))
+		line := fmt.Sprintf("%d tools · %s", total, scope)
+		if others != "" {
+			line += " · " + others
+		}
+		if m.catKind != "" {
+			line = fmt.Sprintf("%ss only · %s · t next kind · esc all", m.catKind, scope)
+		}
+		out = append(out, m.st.dim.Render(line))
 	case m.searchErr != "" && m.hitsFor == q:
 		out = append(out, m.st.bad.Render(m.searchErr))
-	case scores == nil && len(tools) == 0 && (m.hits == nil || m.hitsFor != q):
+	case len(rows) == 0 && (m.hits == nil || m.hitsFor != q):
 		out = append(out, m.st.dim.Render("searching..."))
 	default:
-		line := fmt.Sprintf("%d matches of %d tools (BM25) · %s", len(tools), total, scope)
+		line := fmt.Sprintf("%d matches of %d tools (BM25) · %s", len(rows), total, scope)
 		if m.hits != nil && len(m.hits.NotSearched) > 0 {
 			line += " · not connected: " + strings.Join(m.hits.NotSearched, ", ")
 		}
@@ -335,33 +358,14 @@ func (m *model) catalogBody() []string {
 	if len(m.catalogs) == 0 && len(errs) == 0 && q == "" {
 		return append(out, "", "no connected server: connect one in the servers pane (1, then c)")
 	}
+	if len(rows) == 0 && q == "" && m.catKind != "" {
+		return append(out, "", "no "+m.catKind+"s here: t shows the next kind, esc every kind")
+	}
 	h := m.bodyHeight() - len(out)
-	start, end := window(m.catCursor, len(tools), h)
-	nameW := 30
+	start, end := window(m.catCursor, len(rows), h)
+	scored := q != ""
 	for i := start; i < end; i++ {
-		t := tools[i]
-		grant := t.Grant
-		if !t.Selected {
-			grant = "unselected"
-		}
-		if t.SuspendedGrant != "" {
-			grant = "suspended"
-		}
-		desc := t.Title
-		if desc == "" {
-			desc = firstLine(t.Description)
-		}
-		name := t.OriginalName
-		if name == "" {
-			name = t.Name
-		}
-		var line string
-		if scores != nil {
-			line = fmt.Sprintf("%6.3f %-*s %-10s %s", scores[i], nameW-7, clipTo(safe(t.Server+"/"+name), nameW-7), clipTo(safe(grant), 10), safe(desc))
-		} else {
-			line = fmt.Sprintf("%-*s %-10s %s", nameW, clipTo(safe(t.Server+"/"+name), nameW), clipTo(safe(grant), 10), safe(desc))
-		}
-		out = append(out, m.mark(i == m.catCursor, line))
+		out = append(out, m.mark(i == m.catCursor, m.rowLine(rows[i], scored, 30)))
 	}
 	return out
 }
@@ -751,6 +755,9 @@ func (m *model) paneKeys() []key.Binding {
 			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		}
 	}
+	if b := m.modalKeys(); b != nil {
+		return b
+	}
 	if m.searching {
 		return []key.Binding{
 			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
@@ -760,12 +767,19 @@ func (m *model) paneKeys() []key.Binding {
 	}
 	switch m.pane {
 	case paneServers:
-		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), withHelp(k.Open, "tools")}
+		pause := k.Pause
+		if s, ok := m.selectedServer(); ok && s.Pause != nil {
+			pause = withHelp(k.Pause, "resume")
+		}
+		return []key.Binding{k.Connect, k.Disconnect, k.Reconnect, withHelp(k.SignIn, "sign in"), pause}
 	case paneCatalog:
 		if m.schema != nil {
-			return []key.Binding{k.Back, k.Run, k.Up, k.Down}
+			if m.schemaKind != kindTool {
+				return []key.Binding{k.Back, k.Up, k.Down}
+			}
+			return []key.Binding{k.Back, k.Run, k.Grant, k.Up, k.Down}
 		}
-		return []key.Binding{k.Search, withHelp(k.Open, "schema"), withHelp(k.Back, "clear filter")}
+		return []key.Binding{k.Search, withHelp(k.Open, "open"), k.Grant, k.Kinds, withHelp(k.Back, "clear filter")}
 	case paneActions:
 		if m.review != nil {
 			return []key.Binding{k.Approve, k.Reject, k.Back, k.Up, k.Down}
@@ -791,6 +805,34 @@ func (m *model) paneKeys() []key.Binding {
 	return nil
 }
 
+// modalKeys are the keys of a change, question, chooser or the add line
+// on screen (nil when none is).
+func (m *model) modalKeys() []key.Binding {
+	b := func(k, help string) key.Binding { return key.NewBinding(key.WithKeys(k), key.WithHelp(k, help)) }
+	switch {
+	case m.change != nil:
+		c := m.change
+		if c.saving {
+			return []key.Binding{b("…", "saving")}
+		}
+		if c.dry != nil && !c.dry.Unchanged && len(c.problems) == 0 {
+			return []key.Binding{b("y", "save"), b("esc", "leave it")}
+		}
+		return []key.Binding{b("esc", "close")}
+	case m.confirm != nil:
+		return []key.Binding{b("y", "yes"), b("any other key", "no")}
+	case m.grantFor != nil:
+		var out []key.Binding
+		for _, c := range grantChoices {
+			out = append(out, b(c.key, c.op))
+		}
+		return append(out, b("esc", "cancel"))
+	case m.adding != nil:
+		return []key.Binding{b("enter", "check it (nothing is saved yet)"), b("esc", "cancel")}
+	}
+	return nil
+}
+
 func withHelp(b key.Binding, desc string) key.Binding {
 	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
 }
@@ -805,7 +847,7 @@ func (m *model) helpLines() []string {
 		}
 		return m.st.help.Render(strings.Join(parts, "  "))
 	}
-	if m.searching || m.creds != nil || m.run != nil {
+	if m.searching || m.creds != nil || m.run != nil || m.adding != nil || m.change != nil || m.confirm != nil || m.grantFor != nil {
 		// Every other key is text for the search or the form.
 		return []string{render(m.paneKeys())}
 	}
@@ -816,7 +858,8 @@ func (m *model) helpLines() []string {
 		render(m.paneKeys()),
 	}
 	if m.pane == paneServers && m.auth == nil {
-		lines = append(lines, render([]key.Binding{withHelp(k.Credentials, "enter the selected server's credentials (masked)")}))
+		lines = append(lines, render([]key.Binding{withHelp(k.Open, "its tools"), withHelp(k.Credentials, "enter its credentials (masked)")}),
+			render([]key.Binding{k.Add, k.Remove, k.Logout}))
 	}
 	lines = append(lines,
 		render([]key.Binding{k.Up, k.Down, k.Top, k.Bottom}),
