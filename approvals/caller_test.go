@@ -184,6 +184,13 @@ func TestCallerReceiptChain(t *testing.T) {
 		Status: "completed", SourceID: "src_1", CreatedAt: at})
 	putLegacyReceipt(t, in.db, legacyReceipt{ID: "rcpt_legacybbbbbbbbbbbbbbbbbbbb", Kind: contracts.ReceiptApproved, Server: "s", Tool: "write",
 		ArgumentsDigest: strings.Repeat("ab", 32), ActionID: "act_x", Status: "completed", CreatedAt: at.Add(time.Second)})
+	// The action the approved receipt belongs to (verification checks it).
+	if err := in.db.bolt.Update(func(tx *bolt.Tx) error {
+		return putAction(tx, &actionRecord{ID: "act_x", State: contracts.ActionCompleted, Kind: contracts.ReceiptApproved, Server: "s", Tool: "write",
+			ReceiptID: "rcpt_legacybbbbbbbbbbbbbbbbbbbb", CreatedAt: at, UpdatedAt: at})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	mustVerify(t, in.l, 2)
 
 	plain, err := in.l.AddReceipt(Receipt{Kind: contracts.ReceiptRead, Server: "s", Tool: "read", Status: "completed", CreatedAt: at.Add(2 * time.Second)})

@@ -15,6 +15,9 @@
 //	│   │                   {"seq":N,"id":"rcpt_…","hash":"…"}: the
 //	│   │                   newest receipt and the SHA-256 of its stored
 //	│   │                   bytes; absent before the first receipt
+//	│   ├── receipts_stats → the receipts kept, JSON {"count":N,"bytes":N}
+//	│   │                   (their stored records' bytes), kept with every
+//	│   │                   write and prune
 //	│   ├── vault_backend → the vault backend the first start opened (or
 //	│   │                   'pikoctl vault migrate' moved to), kept so
 //	│   │                   later starts with "auto" use the same one
@@ -73,6 +76,13 @@
 //	├── receipts_by_time/
 //	│   └── <createdAt unix nanos, uint64 big-endian><receipt id> → empty;
 //	│                            walked backwards for newest-first lists
+//	├── receipt_checkpoints/
+//	│   └── <fromSeq, uint64 big-endian> → Checkpoint JSON: one pruning
+//	│                            run (retention.go): fromSeq, toSeq, count,
+//	│                            lastId and lastHash (the last receipt
+//	│                            pruned and the SHA-256 of its stored bytes,
+//	│                            which the oldest kept records as prev),
+//	│                            oldestAt, newestAt, at, run
 //	├── tasks/
 //	│   └── <server id> NUL <task id> → TaskRecord JSON: a task pikod
 //	│                         created with an approved action: server,
@@ -191,4 +201,6 @@
 //     new definition, across restarts.
 //  8. tasks: tasks/, the tasks pikod created (legacy tasks utility) with
 //     their creating action and receipt and the status updates seen.
+//  9. receipt-checkpoints: receipt_checkpoints/ for retention, and
+//     meta/receipts_stats counted from the receipts already stored.
 package approvals

@@ -70,7 +70,9 @@ type Action struct {
 	// Reason says why the action is stale, failed, uncertain or expired.
 	Reason    string
 	ReceiptID string
-	SourceID  string
+	// ReceiptPruned: retention pruned the receipt (see PruneReceipts).
+	ReceiptPruned bool
+	SourceID      string
 	// NotSent marks a failed action that provably never reached the
 	// server: it may be prepared again.
 	NotSent bool
@@ -98,8 +100,11 @@ type actionRecord struct {
 	UpdatedAt       time.Time              `json:"updatedAt"`
 	Reason          string                 `json:"reason,omitempty"`
 	ReceiptID       string                 `json:"receiptId,omitempty"`
-	SourceID        string                 `json:"sourceId,omitempty"`
-	NotSent         bool                   `json:"notSent,omitempty"`
+	// ReceiptPruned says the receipt was pruned by retention (its range
+	// is in a checkpoint): not a missing receipt.
+	ReceiptPruned bool   `json:"receiptPruned,omitempty"`
+	SourceID      string `json:"sourceId,omitempty"`
+	NotSent       bool   `json:"notSent,omitempty"`
 	// ExpiresBoot is the expiry on the boot clock (prepared actions).
 	ExpiresBoot *bootDeadline `json:"expiresBoot,omitempty"`
 	// Caller is who asked (absent in actions stored before it was kept).
@@ -119,7 +124,7 @@ func (r *actionRecord) action() Action {
 		Arguments: json.RawMessage(bytes.Clone(r.Arguments)), ToolDescription: r.ToolDescription,
 		Fingerprints: r.Fingerprints, Digest: r.Digest,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt,
-		Reason: r.Reason, ReceiptID: r.ReceiptID, SourceID: r.SourceID, NotSent: r.NotSent,
+		Reason: r.Reason, ReceiptID: r.ReceiptID, ReceiptPruned: r.ReceiptPruned, SourceID: r.SourceID, NotSent: r.NotSent,
 		Caller: r.Caller,
 	}
 }

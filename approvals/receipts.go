@@ -140,6 +140,9 @@ func chainReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
 	if err := tx.Bucket(bucketReceiptsBySeq).Put(seqKey(r.Seq), []byte(r.ID)); err != nil {
 		return Receipt{}, err
 	}
+	if err := addStats(tx, len(v)); err != nil {
+		return Receipt{}, err
+	}
 	hv, err := json.Marshal(chainHead{Seq: r.Seq, ID: r.ID, Hash: r.Hash})
 	if err != nil {
 		return Receipt{}, err
@@ -367,6 +370,31 @@ const verifyChunk = 1024
 // not for a broken chain.
 func (l *Ledger) VerifyReceipts() (contracts.ReceiptsVerification, error) {
 	v := chainWalk{next: 1}
+	if err := l.FlushReceipts(); err != nil {
+		return contracts.ReceiptsVerification{}, err
+	}
+	cps, err := l.Checkpoints()
+	if err != nil {
+		return contracts.ReceiptsVerification{}, fmt.Errorf("verifying the receipt chain: %w", err)
+	}
+	for i, c := range cps {
+		v.out.Pruned = append(v.out.Pruned, c.Info())
+		want := uint64(1)
+		if i > 0 {
+			want = cps[i-1].ToSeq + 1
+		}
+		if c.FromSeq != want || c.ToSeq < c.FromSeq || c.Count != c.ToSeq-c.FromSeq+1 {
+			v.fail(want, "", contracts.ChainCheckpointGap,
+				"the checkpoint of pruned receipts from %s covers sequences %d to %d (%d receipts), but the pruned range should continue at %d: a checkpoint was removed or edited",
+				c.At.UTC().Format(time.RFC3339), c.FromSeq, c.ToSeq, c.Count, want)
+			v.out.Checked = 0
+			return v.out, nil
+		}
+	}
+	if n := len(cps); n > 0 {
+		last := cps[n-1]
+		v.next, v.prevID, v.prevHash, v.pruned = last.ToSeq+1, last.LastID, last.LastHash, true
+	}
 	for !v.done {
 		if err := l.db.View(v.step); err != nil {
 			return contracts.ReceiptsVerification{}, fmt.Errorf("verifying the receipt chain: %w", err)
@@ -385,8 +413,65 @@ func (l *Ledger) VerifyReceipts() (contracts.ReceiptsVerification, error) {
 			}
 		}
 	}
+	if v.out.Break == nil {
+		if err := l.checkActions(&v); err != nil {
+			return contracts.ReceiptsVerification{}, fmt.Errorf("verifying the receipt chain: %w", err)
+		}
+	}
 	v.out.OK = v.out.Break == nil
 	return v.out, nil
+}
+
+// checkActions walks the actions and fails on the first executed one
+// whose receipt is neither stored nor pruned by retention.
+func (l *Ledger) checkActions(w *chainWalk) error {
+	var after []byte
+	for done := false; !done; {
+		err := l.db.View(func(tx *bolt.Tx) error {
+			rb := tx.Bucket(bucketReceipts)
+			c := tx.Bucket(bucketActions).Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for n := 0; ; k, v = c.Next() {
+				if k == nil {
+					done = true
+					return nil
+				}
+				if n == verifyChunk {
+					return nil
+				}
+				n++
+				after = bytes.Clone(k)
+				rec, err := decodeAction(v)
+				if err != nil {
+					return err
+				}
+				if rec.ReceiptID == "" {
+					continue
+				}
+				w.out.Actions++
+				if rec.ReceiptPruned || rb.Get([]byte(rec.ReceiptID)) != nil {
+					continue
+				}
+				if _, queued := l.async.pendingReceipt(rec.ReceiptID); queued {
+					continue
+				}
+				w.fail(0, rec.ReceiptID, contracts.ChainEffectWithoutReceipt,
+					"action %s (%s of %s on %s, %s) names receipt %s, which is neither stored nor pruned by retention: it was deleted",
+					rec.ID, rec.Kind, rec.Tool, rec.Server, rec.State, rec.ReceiptID)
+				done = true
+				return nil
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // chainWalk is the state VerifyReceipts carries from one transaction to
@@ -395,8 +480,11 @@ type chainWalk struct {
 	next     uint64
 	prevID   string
 	prevHash string
-	done     bool
-	out      contracts.ReceiptsVerification
+	// pruned: the walk starts after a checkpoint (prevID, prevHash are
+	// the last receipt pruned).
+	pruned bool
+	done   bool
+	out    contracts.ReceiptsVerification
 }
 
 // fail records the first break: the receipt at seq is at fault, so only
@@ -458,13 +546,21 @@ func (w *chainWalk) step(tx *bolt.Tx) error {
 			w.fail(seq, id, contracts.ChainUnreadable, "receipt %s (sequence %d) is not a receipt (%v): it was edited or damaged", id, seq, err)
 			return nil
 		}
+		if r.ActionID != "" && tx.Bucket(bucketActions).Get([]byte(r.ActionID)) == nil {
+			w.fail(seq, id, contracts.ChainReceiptWithoutAction,
+				"receipt %s (sequence %d) names action %s, which the ledger does not hold: it was deleted", id, seq, r.ActionID)
+			return nil
+		}
 		if r.ID != id || r.Seq != seq {
 			w.fail(seq, id, contracts.ChainOutOfOrder,
 				"place %d of the chain holds receipt %s, which records id %q and sequence %d: receipts were moved", seq, id, r.ID, r.Seq)
 			return nil
 		}
 		if r.Prev != w.prevHash {
-			if seq == 1 {
+			if w.pruned && w.prevID != "" && seq == w.next && w.out.Checked == 0 {
+				w.fail(seq, id, contracts.ChainCheckpointGap,
+					"receipt %s (sequence %d), the oldest kept, does not continue the checkpoint of the pruned receipts (last %s): it was edited, or the checkpoint was", id, seq, w.prevID)
+			} else if seq == 1 {
 				w.fail(seq, id, contracts.ChainContentMismatch,
 					"receipt %s (sequence 1) records a predecessor, but it is the first receipt: it was edited, or receipts before it were removed", id)
 			} else {

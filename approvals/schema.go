@@ -26,6 +26,8 @@ var (
 	bucketPins           = []byte("pins")
 	bucketSources        = []byte("sources")
 	bucketTasks          = []byte("tasks")
+	// bucketReceiptCheckpoints holds the checkpoints of pruned receipts.
+	bucketReceiptCheckpoints = []byte("receipt_checkpoints")
 )
 
 // Buckets nested in sources/.
@@ -44,6 +46,8 @@ var (
 	keyCreated = []byte("created")
 	// keyReceiptsHead records the newest receipt of the chain.
 	keyReceiptsHead = []byte("receipts_head")
+	// keyReceiptsStats counts the receipts kept and their stored bytes.
+	keyReceiptsStats = []byte("receipts_stats")
 )
 
 // MetaVaultBackend is the meta/ key (DB.Meta, DB.SetMeta) under which the
@@ -84,6 +88,7 @@ var migrations = []migration{
 	{6, "receipt-chain", migrateReceiptChain},
 	{7, "pins", migratePins},
 	{8, "tasks", migrateTasks},
+	{9, "receipt-checkpoints", migrateReceiptCheckpoints},
 }
 
 // SchemaVersion is the layout version this build writes.

@@ -17,14 +17,15 @@ import (
 // what that schema could hold, and checks what the migration must give.
 // TestMigrations fails for a migration without an entry here.
 var migrationTests = map[string]func(t *testing.T){
-	"initial":       testMigrationInitial,
-	"processes":     testMigrationProcesses,
-	"ledger":        testMigrationLedger,
-	"sources":       testMigrationSources,
-	"source-data":   testMigrationSourceData,
-	"receipt-chain": testMigrationReceiptChain,
-	"pins":          testMigrationPins,
-	"tasks":         testMigrationTasks,
+	"initial":             testMigrationInitial,
+	"processes":           testMigrationProcesses,
+	"ledger":              testMigrationLedger,
+	"sources":             testMigrationSources,
+	"source-data":         testMigrationSourceData,
+	"receipt-chain":       testMigrationReceiptChain,
+	"pins":                testMigrationPins,
+	"tasks":               testMigrationTasks,
+	"receipt-checkpoints": testMigrationReceiptCheckpoints,
 }
 
 func TestMigrations(t *testing.T) {
@@ -78,14 +79,14 @@ func TestSchemaDocumented(t *testing.T) {
 	doc := string(b)
 	for _, name := range [][]byte{
 		bucketMeta, bucketSettings, bucketProcesses, bucketActions, bucketActionsByTime, bucketReceipts,
-		bucketReceiptsBySeq, bucketReceiptsByTime, bucketPins, bucketSources,
+		bucketReceiptsBySeq, bucketReceiptsByTime, bucketPins, bucketSources, bucketReceiptCheckpoints,
 		bucketSourceMeta, bucketSourceOrder, bucketSourceData,
 	} {
 		if !strings.Contains(doc, "── "+string(name)+"/") {
 			t.Errorf("doc.go's tree does not show bucket %s/", name)
 		}
 	}
-	for _, key := range []string{string(keySchema), string(keyCreated), string(keyReceiptsHead), MetaVaultBackend, MetaVaultChoice, MetaVaultMigration, MetaVaultUnnamed} {
+	for _, key := range []string{string(keySchema), string(keyCreated), string(keyReceiptsHead), string(keyReceiptsStats), MetaVaultBackend, MetaVaultChoice, MetaVaultMigration, MetaVaultUnnamed} {
 		if !strings.Contains(doc, "── "+key+" ") {
 			t.Errorf("doc.go's tree does not show meta/%s", key)
 		}

@@ -92,6 +92,28 @@ type ReceiptsVerification struct {
 	Checked uint64             `json:"checked"`
 	Head    ReceiptChainHead   `json:"head"`
 	Break   *ReceiptChainBreak `json:"break,omitempty"`
+	// Pruned lists the checkpoints retention left, oldest first: the
+	// walk starts after the newest one, whose hash the oldest receipt
+	// kept must record. Empty when nothing was pruned.
+	Pruned []ReceiptCheckpoint `json:"pruned,omitempty"`
+	// Actions counts the executed actions cross-checked against their
+	// receipts.
+	Actions uint64 `json:"actions,omitempty"`
+}
+
+// ReceiptCheckpoint is one pruning run: the range of sequence numbers it
+// removed (FromSeq..ToSeq, Count receipts created OldestAt..NewestAt), the
+// last receipt removed and the SHA-256 of its stored bytes, and when (At,
+// RFC 3339).
+type ReceiptCheckpoint struct {
+	FromSeq  uint64 `json:"fromSeq"`
+	ToSeq    uint64 `json:"toSeq"`
+	Count    uint64 `json:"count"`
+	LastID   string `json:"lastId"`
+	LastHash string `json:"lastHash"`
+	OldestAt string `json:"oldestAt"`
+	NewestAt string `json:"newestAt"`
+	At       string `json:"at"`
 }
 
 // Problems a chain verification reports (ReceiptChainBreak.Problem).
@@ -116,6 +138,16 @@ const (
 	// ChainNotInChain: a stored receipt that no place of the chain holds
 	// (inserted, or its place was taken).
 	ChainNotInChain = "not_in_chain"
+	// ChainCheckpointGap: the checkpoints of pruned receipts do not cover
+	// 1..N without a gap, or the oldest receipt kept does not continue
+	// the newest checkpoint.
+	ChainCheckpointGap = "checkpoint_gap"
+	// ChainReceiptWithoutAction: a receipt names an action the ledger
+	// does not hold.
+	ChainReceiptWithoutAction = "receipt_without_action"
+	// ChainEffectWithoutReceipt: an executed action names a receipt that
+	// is neither stored nor pruned by retention.
+	ChainEffectWithoutReceipt = "effect_without_receipt"
 )
 
 // ReceiptChainBreak is the first problem a verification found: the

@@ -39,6 +39,9 @@ var ProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-
 type MCPSettings struct {
 	// Servers is at most MaxServers entries with unique ids.
 	Servers []ServerSettings `json:"servers"`
+	// Retention bounds what pikod keeps: receipts, retained results and
+	// ended actions (defaults when omitted).
+	Retention *RetentionSettings `json:"retention,omitempty"`
 }
 
 // ServerSettings configures one MCP server. Fields belong to one transport

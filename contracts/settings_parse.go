@@ -54,6 +54,7 @@ func (s *MCPSettings) Canonical() []byte {
 		for i := range s.Servers {
 			c.Servers = append(c.Servers, s.Servers[i].canonical())
 		}
+		c.Retention = s.Retention
 	}
 	return marshalCanonical(c)
 }
@@ -405,7 +406,7 @@ func (w *walker) unknownOf(key, field string, known []string) {
 	w.unknown(key, field)
 }
 
-var topLevelKeys = []string{"servers"}
+var topLevelKeys = []string{"servers", "retention"}
 
 func (w *walker) settings(root *jsonValue) *MCPSettings {
 	w.index = -1
@@ -423,6 +424,10 @@ func (w *walker) settings(root *jsonValue) *MCPSettings {
 		if key == "mcpServers" {
 			// Claude Desktop's and Cursor's file, given to configure.
 			w.add(field, "unknown property: mcpServers is the Claude Desktop and Cursor format: add those servers with 'pikoctl mcp import FILE'")
+			return
+		}
+		if key == "retention" {
+			s.Retention = w.retention(v)
 			return
 		}
 		if key != "servers" {
@@ -643,6 +648,57 @@ func memberSet(v *jsonValue) map[string]struct{} {
 		m[e.key] = struct{}{}
 	}
 	return m
+}
+
+var (
+	retentionKeys = []string{"receipts", "sources", "actions"}
+	boundsKeys    = []string{"maxAge", "maxCount", "maxBytes"}
+)
+
+// retention reads the retention object; Validate checks its values.
+func (w *walker) retention(v *jsonValue) *RetentionSettings {
+	if v.kind != kindObject {
+		w.typeErr("retention", v, `an object like {"receipts": {"maxAge": "180d"}}`)
+		return nil
+	}
+	r := &RetentionSettings{}
+	w.members(v, "retention", func(key, f string, v *jsonValue) {
+		var dst **RetentionBounds
+		switch key {
+		case "receipts":
+			dst = &r.Receipts
+		case "sources":
+			dst = &r.Sources
+		case "actions":
+			dst = &r.Actions
+		default:
+			w.unknownOf(key, f, retentionKeys)
+			return
+		}
+		if v.kind != kindObject {
+			w.typeErr(f, v, `an object like {"maxAge": "30d"}`)
+			return
+		}
+		b := &RetentionBounds{}
+		w.members(v, f, func(key, f string, v *jsonValue) {
+			switch key {
+			case "maxAge":
+				b.MaxAge = w.str(f, v)
+			case "maxBytes":
+				if v.kind == kindNumber {
+					b.MaxBytes = string(v.number)
+				} else {
+					b.MaxBytes = w.str(f, v)
+				}
+			case "maxCount":
+				b.MaxCount = int64(w.int(f, v, 1, 1<<31, "must be 1 to 2147483648 (omit it for no limit)"))
+			default:
+				w.unknownOf(key, f, boundsKeys)
+			}
+		})
+		*dst = b
+	})
+	return r
 }
 
 var oauthKeys = []string{"clientId", "issuer", "grantType", "callbackPort", "scope", "clientMetadataUrl",

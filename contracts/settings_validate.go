@@ -60,7 +60,9 @@ func (s *MCPSettings) validate() []indexedProblem {
 		}
 		out = append(out, c.probs...)
 	}
-	return out
+	c := &checker{index: -1}
+	c.retention(s.Retention)
+	return append(out, c.probs...)
 }
 
 // serverLabel names a server in problems: its id when valid, else its

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -253,7 +254,9 @@ func diffSettings(prev, next *contracts.MCPSettings) contracts.ConfigureResult {
 	for i := 0; sameOrder && i < len(next.Servers); i++ {
 		sameOrder = prev.Servers[i].ID == next.Servers[i].ID
 	}
-	res.Unchanged = sameOrder && len(res.Added)+len(res.Changed)+len(res.Removed) == 0
+	sameRetention := bytes.Equal((&contracts.MCPSettings{Retention: prev.Retention}).Canonical(),
+		(&contracts.MCPSettings{Retention: next.Retention}).Canonical())
+	res.Unchanged = sameOrder && sameRetention && len(res.Added)+len(res.Changed)+len(res.Removed) == 0
 	return res
 }
 
