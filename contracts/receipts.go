@@ -25,6 +25,22 @@ type ReceiptsParams struct {
 	Limit  int    `json:"limit,omitempty"`
 	ID     string `json:"id,omitempty"`
 	Verify bool   `json:"verify,omitempty"`
+	// Prune applies the retention bounds now (as the background pruner
+	// does every few minutes) and answers what it did (Pruned).
+	Prune bool `json:"prune,omitempty"`
+}
+
+// PruneStatus is what a pruning run did: when it started (RFC 3339),
+// how many receipts it removed in how many batches, what is kept, how long
+// it took, and the error that stopped it, if any.
+type PruneStatus struct {
+	At        string `json:"at,omitempty"`
+	Pruned    uint64 `json:"pruned"`
+	Batches   int    `json:"batches"`
+	Kept      uint64 `json:"kept"`
+	KeptBytes int64  `json:"keptBytes"`
+	TookMs    int64  `json:"tookMs"`
+	Error     string `json:"error,omitempty"`
 }
 
 // ReceiptsResult is the result of extensions.mcp.receipts. A list or a
@@ -36,6 +52,7 @@ type ReceiptsResult struct {
 	// somewhere else to notice later if the whole chain was rebuilt.
 	Head         *ReceiptChainHead     `json:"head,omitempty"`
 	Verification *ReceiptsVerification `json:"verification,omitempty"`
+	Pruned       *PruneStatus          `json:"pruned,omitempty"`
 }
 
 // ReceiptInfo is one receipt: the record an executed call left. Seq is its

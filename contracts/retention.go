@@ -17,14 +17,14 @@ type RetentionSettings struct {
 	// DefaultReceiptMaxAge and DefaultReceiptMaxBytes, no count limit.
 	Receipts *RetentionBounds `json:"receipts,omitempty"`
 	// Sources: retained original results beyond MaxBytes (default
-	// DefaultSourceMaxBytes) or older than MaxAge (default: no age limit)
-	// are evicted, oldest first (a tombstone says so).
+	// DefaultSourceMaxBytes, applied from the next start) are evicted,
+	// oldest first (a tombstone says so). MaxAge is refused: not enforced
+	// yet.
 	Sources *RetentionBounds `json:"sources,omitempty"`
-	// Actions: an ended action (completed, failed, rejected, expired,
-	// stale) older than MaxAge (default DefaultActionMaxAge) is removed
-	// once its receipt is pruned (or it has none); prepared, approved,
-	// dispatched and uncertain actions are never removed, and the
-	// tombstone of every decision stays.
+	// Actions: reserved for the ended actions' age bound; MaxAge is
+	// refused (not enforced yet): actions are kept, and the record of an
+	// action that is prepared, approved, dispatched or uncertain never
+	// goes.
 	Actions *RetentionBounds `json:"actions,omitempty"`
 }
 
@@ -163,4 +163,11 @@ func (c *checker) retention(r *RetentionSettings) {
 	c.retentionBounds("retention.receipts", r.Receipts, true, true)
 	c.retentionBounds("retention.sources", r.Sources, false, true)
 	c.retentionBounds("retention.actions", r.Actions, false, false)
+	// Not enforced by this build yet: refused rather than ignored.
+	if r.Sources != nil && r.Sources.MaxAge != "" {
+		c.add("retention.sources.maxAge", "is not enforced by this pikod yet: sources are bounded by maxBytes (oldest evicted first); remove it")
+	}
+	if r.Actions != nil && r.Actions.MaxAge != "" {
+		c.add("retention.actions.maxAge", "is not enforced by this pikod yet: ended actions are kept; remove it")
+	}
 }

@@ -8,13 +8,13 @@ import (
 
 func TestRetentionSettings(t *testing.T) {
 	s, err := ParseMCPSettings([]byte(`{"servers": [], "retention": {"receipts": {"maxAge": "90d", "maxBytes": "500MB", "maxCount": 1000},
-		"sources": {"maxBytes": 1048576}, "actions": {"maxAge": "36h"}}}`))
+		"sources": {"maxBytes": 1048576}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := s.Retention.Resolved()
 	if r.ReceiptMaxAge != 90*24*time.Hour || r.ReceiptMaxBytes != 500e6 || r.ReceiptMaxCount != 1000 ||
-		r.SourceMaxBytes != 1<<20 || r.SourceMaxAge != 0 || r.ActionMaxAge != 36*time.Hour {
+		r.SourceMaxBytes != 1<<20 || r.SourceMaxAge != 0 || r.ActionMaxAge != DefaultActionMaxAge {
 		t.Errorf("resolved %+v", r)
 	}
 	if d := (*RetentionSettings)(nil).Resolved(); d.ReceiptMaxAge != DefaultReceiptMaxAge || d.ReceiptMaxBytes != DefaultReceiptMaxBytes ||
@@ -27,14 +27,16 @@ func TestRetentionSettings(t *testing.T) {
 		t.Errorf("canonical form %s: %v", s.Canonical(), err)
 	}
 	for in, want := range map[string]string{
-		`{"receipts": {"maxAge": "soon"}}`:    `retention.receipts.maxAge: "soon" is not a duration`,
-		`{"receipts": {"maxAge": "10s"}}`:     "retention.receipts.maxAge: must be at least 1m0s",
-		`{"sources": {"maxBytes": "1KB"}}`:    "retention.sources.maxBytes: must be at least 65536 bytes",
-		`{"actions": {"maxBytes": "1GiB"}}`:   "retention.actions.maxBytes: does not apply here",
-		`{"sources": {"maxCount": 5}}`:        "retention.sources.maxCount: does not apply here",
-		`{"receipt": {}}`:                     "retention.receipt: unknown property",
-		`{"receipts": {"maxAge": "1y"}}`:      `"1y" is not a duration`,
-		`[]`:                                  "retention: must be an object",
+		`{"receipts": {"maxAge": "soon"}}`:  `retention.receipts.maxAge: "soon" is not a duration`,
+		`{"receipts": {"maxAge": "10s"}}`:   "retention.receipts.maxAge: must be at least 1m0s",
+		`{"sources": {"maxBytes": "1KB"}}`:  "retention.sources.maxBytes: must be at least 65536 bytes",
+		`{"actions": {"maxBytes": "1GiB"}}`: "retention.actions.maxBytes: does not apply here",
+		`{"sources": {"maxCount": 5}}`:      "retention.sources.maxCount: does not apply here",
+		`{"receipt": {}}`:                   "retention.receipt: unknown property",
+		`{"receipts": {"maxAge": "1y"}}`:    `"1y" is not a duration`,
+		`{"actions": {"maxAge": "30d"}}`:    "retention.actions.maxAge: is not enforced by this pikod yet",
+		`{"sources": {"maxAge": "30d"}}`:    "retention.sources.maxAge: is not enforced by this pikod yet",
+		`[]`:                                "retention: must be an object",
 	} {
 		_, err := ParseMCPSettings([]byte(`{"servers": [], "retention": ` + in + `}`))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -42,6 +42,9 @@ type Config struct {
 	// OAuthFlowLifetime bounds how long a browser sign-in waits for its
 	// callback; 0 means mcpclient.FlowLifetime (10 minutes).
 	OAuthFlowLifetime time.Duration
+	// RetentionInterval is how often receipts are pruned to the retention
+	// bounds; 0 means DefaultRetentionInterval.
+	RetentionInterval time.Duration
 	// RequestLimit bounds how long a server request waits for the owner
 	// (the call it belongs to may end it sooner); default
 	// DefaultRequestLimit.
@@ -174,7 +177,8 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Error().Err(err).Msg("closing the action ledger")
 		}
 	}()
-	sources, err := approvals.OpenSourceStore(db, filepath.Join(cfg.StateDir, "sources"), approvals.DefaultSourceCapBytes, time.Now)
+	// The sources' byte bound of the settings applies from the start.
+	sources, err := approvals.OpenSourceStore(db, filepath.Join(cfg.StateDir, "sources"), d.settings.Retention.Resolved().SourceMaxBytes, time.Now)
 	if err != nil {
 		return fmt.Errorf("opening the retained results: %w", err)
 	}
@@ -237,6 +241,13 @@ func Run(ctx context.Context, cfg Config) error {
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
 		Str("version", cfg.Version).Msg("pikod ready")
+	// Receipts are pruned to the retention bounds in the background.
+	pctx, stopPruner := context.WithCancel(ctx)
+	waitPruner := d.startPruner(pctx, cfg.RetentionInterval)
+	defer func() {
+		stopPruner()
+		waitPruner()
+	}()
 	// Enabled servers connect in the background: the socket serves at once.
 	d.sup.ConnectEnabled()
 	err = srv.Serve(ctx, ln)
@@ -270,6 +281,8 @@ type daemon struct {
 	// rotated holds the servers whose credentials changed while
 	// connected (rotation.go).
 	rotated rotations
+	// pruner applies the retention bounds (retention.go).
+	pruner *pruner
 	log     zerolog.Logger
 	started time.Time
 

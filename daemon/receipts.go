@@ -19,6 +19,15 @@ func (d *daemon) receipts(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	filtered := p.Server != "" || p.Since != "" || p.Limit != 0
 	switch {
+	case p.Prune && (filtered || p.ID != "" || p.Verify):
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+			`"prune" applies the retention bounds and takes no other member`)
+	case p.Prune:
+		st, err := d.pruner.prune()
+		if err != nil {
+			return nil, err
+		}
+		return contracts.ReceiptsResult{Pruned: &st}, nil
 	case p.Verify && (filtered || p.ID != ""):
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
 			`"verify" checks the whole chain and takes no "server", "since", "limit" or "id"`)

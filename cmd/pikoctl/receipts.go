@@ -21,9 +21,10 @@ func (a *app) newReceiptsCmd() *cobra.Command {
 		since  string
 		limit  int
 		verify bool
+		prune  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "receipts [SERVER] [--since T] [--limit N] | receipts --verify",
+		Use:   "receipts [SERVER] [--since T] [--limit N] | receipts --verify | receipts --prune",
 		Short: "List the receipts of executed calls, or verify their hash chain",
 		Long: `receipts lists the receipts executed calls left, newest first: all of them,
 or one server's, or those created since T (an RFC 3339 time such as
@@ -32,10 +33,37 @@ or one server's, or those created since T (an RFC 3339 time such as
 --verify walks the whole receipt chain instead and reports the first break:
 a receipt edited, deleted or moved since it was written, or a newest receipt
 that does not match the chain head. Exit status 0 when the chain is intact,
-1 when it is broken (docs/approvals.md, Receipts, says what this does and does not prove).`,
+1 when it is broken (docs/approvals.md, Receipts, says what this does and does not prove).
+Receipts pruned by retention are accounted for by checkpoints: the walk
+starts after the newest one and names every pruned range. It also checks
+receipts against actions: a receipt whose action is gone, or an executed
+action whose receipt is neither stored nor pruned, is a break.
+
+--prune applies the retention bounds of the settings now (pikod does it in
+the background every 10 minutes) and says what it removed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var params contracts.ReceiptsParams
+			if prune {
+				if verify || len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
+					return usageErrorf("--prune applies the retention bounds: it takes no SERVER, --since, --limit or --verify")
+				}
+				var res contracts.ReceiptsResult
+				if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{Prune: true}, &res); err != nil {
+					return err
+				}
+				if a.jsonOut {
+					b, err := json.Marshal(res)
+					if err != nil {
+						return err
+					}
+					return printRaw(a.stdout, b)
+				}
+				if p := res.Pruned; p != nil {
+					fmt.Fprintf(a.stdout, "pruned %d receipts in %d batches (%d ms); %d kept, %d bytes\n", p.Pruned, p.Batches, p.TookMs, p.Kept, p.KeptBytes)
+				}
+				return nil
+			}
 			if verify {
 				if len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
 					return usageErrorf("--verify checks the whole chain: it takes no SERVER, --since or --limit")
@@ -96,6 +124,7 @@ that does not match the chain head. Exit status 0 when the chain is intact,
 	cmd.Flags().StringVar(&since, "since", "", "only receipts created at or after T (RFC 3339, or a duration ago: 90m, 24h, 7d)")
 	cmd.Flags().IntVar(&limit, "limit", contracts.DefaultReceiptsLimit, fmt.Sprintf("at most this many (up to %d)", contracts.MaxReceiptsLimit))
 	cmd.Flags().BoolVar(&verify, "verify", false, "walk the whole receipt chain and report the first break (exit 1 if broken)")
+	cmd.Flags().BoolVar(&prune, "prune", false, "apply the retention bounds now and say what was removed")
 	return cmd
 }
 
@@ -197,12 +226,24 @@ func writeReceipt(w *errWriter, r *contracts.ReceiptInfo) {
 }
 
 func writeVerification(w *errWriter, v *contracts.ReceiptsVerification) {
+	for _, c := range v.Pruned {
+		fmt.Fprintf(w, "pruned at %s: %d receipts, sequence %d to %d (created %s to %s), last %s sha256 %s\n",
+			clean(c.At), c.Count, c.FromSeq, c.ToSeq, clean(c.OldestAt), clean(c.NewestAt), clean(c.LastID), clean(c.LastHash))
+	}
 	if v.OK {
 		if v.Head.Seq == 0 {
 			fmt.Fprintln(w, "receipt chain intact: no receipts yet")
 			return
 		}
-		fmt.Fprintf(w, "receipt chain intact: %d receipts, sequence 1 to %d\n", v.Checked, v.Head.Seq)
+		first := uint64(1)
+		if n := len(v.Pruned); n > 0 {
+			first = v.Pruned[n-1].ToSeq + 1
+		}
+		fmt.Fprintf(w, "receipt chain intact: %d receipts, sequence %d to %d", v.Checked, first, v.Head.Seq)
+		if first > 1 {
+			fmt.Fprintf(w, " (continuing the checkpoint of sequence %d)", first-1)
+		}
+		fmt.Fprintf(w, "; %d executed actions cross-checked\n", v.Actions)
 		fmt.Fprintf(w, "head: %s, sha256 %s\n", clean(v.Head.ReceiptID), clean(v.Head.Hash))
 		return
 	}

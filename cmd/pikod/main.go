@@ -53,6 +53,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	vaultFlag := fs.String("vault", "", "credential vault: auto, keychain, secret-service, file or file-unlock (env PIKO_VAULT, default auto)")
 	requestFlag := fs.Duration("request-limit", daemon.DefaultRequestLimit, "how long a server request (elicitation, sampling) waits for the owner at most (1s to 1h)")
 	flowFlag := fs.Duration("oauth-flow-lifetime", mcpclient.FlowLifetime, "how long an OAuth browser sign-in waits for its callback (1s to 10m)")
+	pruneFlag := fs.Duration("retention-interval", daemon.DefaultRetentionInterval, "how often receipts are pruned to the retention settings (10s to 24h)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file at a clean stop (for make bench)")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file at a clean stop (for make bench)")
@@ -80,6 +81,10 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	}
 	if *flowFlag < time.Second || *flowFlag > mcpclient.FlowLifetime {
 		fmt.Fprintf(stderr, "pikod: invalid --oauth-flow-lifetime %s: use 1s to %s\n", *flowFlag, mcpclient.FlowLifetime)
+		return 2
+	}
+	if *pruneFlag < 10*time.Second || *pruneFlag > 24*time.Hour {
+		fmt.Fprintf(stderr, "pikod: invalid --retention-interval %s: use 10s to 24h\n", *pruneFlag)
 		return 2
 	}
 	level, err := zerolog.ParseLevel(*levelFlag)
@@ -173,7 +178,8 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	defer stopProfiles(log)
 
 	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
-		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag, RequestLimit: *requestFlag})
+		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag, RequestLimit: *requestFlag,
+		RetentionInterval: *pruneFlag})
 	if err != nil {
 		log.Error().Err(err).Msg("pikod stopped")
 		fmt.Fprintf(stderr, "pikod: %v\n", err)

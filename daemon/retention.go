@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/pikod/pikod/contracts"
+)
+
+// DefaultRetentionInterval is how often the receipts are pruned to the
+// settings' retention bounds (and once a minute after start).
+const DefaultRetentionInterval = 10 * time.Minute
+
+// pruner applies the receipts' retention bounds in the background: once a
+// minute after start, then every interval, and when asked (op prune). One
+// run at a time; each works in short batches (approvals.PruneReceipts),
+// so calls wait for one batch at most.
+type pruner struct {
+	d        *daemon
+	interval time.Duration
+	run      sync.Mutex // one prune at a time
+
+	// mu guards last.
+	mu   sync.Mutex
+	last contracts.PruneStatus
+}
+
+// startPruner runs the pruner until ctx ends; the returned function waits
+// for it to stop.
+func (d *daemon) startPruner(ctx context.Context, interval time.Duration) (wait func()) {
+	if interval <= 0 {
+		interval = DefaultRetentionInterval
+	}
+	p := &pruner{d: d, interval: interval}
+	d.pruner = p
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(min(time.Minute, interval))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := p.prune(); err != nil {
+				d.log.Error().Err(err).Msg("pruning receipts")
+			}
+			t.Reset(interval)
+		}
+	}()
+	return func() { <-done }
+}
+
+// prune applies the bounds of the settings in force now.
+func (p *pruner) prune() (contracts.PruneStatus, error) {
+	p.run.Lock()
+	defer p.run.Unlock()
+	p.d.mu.Lock()
+	r := p.d.settings.Retention.Resolved()
+	p.d.mu.Unlock()
+	start := time.Now()
+	rep, err := p.d.ledger.PruneReceipts(r.ReceiptMaxAge, uint64(r.ReceiptMaxCount), r.ReceiptMaxBytes, time.Now(), 0)
+	st := contracts.PruneStatus{At: start.UTC().Format(time.RFC3339), Pruned: rep.Pruned, Batches: rep.Batches,
+		Kept: rep.Kept, KeptBytes: rep.KeptBytes, TookMs: time.Since(start).Milliseconds()}
+	if err != nil {
+		st.Error = err.Error()
+	}
+	p.mu.Lock()
+	p.last = st
+	p.mu.Unlock()
+	if rep.Pruned > 0 {
+		p.d.log.Info().Uint64("pruned", rep.Pruned).Int("batches", rep.Batches).Uint64("kept", rep.Kept).
+			Int64("kept_bytes", rep.KeptBytes).Int64("took_ms", st.TookMs).Msg("receipts pruned to the retention bounds")
+	}
+	return st, err
+}
+
+func (p *pruner) lastRun() contracts.PruneStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}

@@ -1,0 +1,54 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestReceiptRetention: the retention settings prune the oldest receipts
+// (on demand here; in the background every --retention-interval), the
+// chain still verifies from the checkpoint, which --verify names, and the
+// receipts left are the newest.
+func TestReceiptRetention(t *testing.T) {
+	t.Parallel()
+	d, _ := approvalDaemon(t)
+	// echo is granted as a read (countServer).
+	for i := range 12 {
+		callTool(t, d, "fx", "echo", fmt.Sprintf(`{"text":"r%d"}`, i))
+	}
+	settings := readSettings(t, d)
+	with := strings.Replace(string(settings.Settings), `{"servers":`, `{"retention":{"receipts":{"maxCount":5}},"servers":`, 1)
+	res := configureMCP(t, d, with)
+	if res.Unchanged {
+		t.Fatalf("a retention change was taken as unchanged: %+v", res)
+	}
+	out := ctlOK(t, d, "", "mcp", "receipts", "--prune")
+	if !strings.Contains(out, "pruned 7 receipts") || !strings.Contains(out, "5 kept") {
+		t.Errorf("receipts --prune printed %q, want 7 pruned and 5 kept", out)
+	}
+	v, text := verifyChain(t, d, true)
+	if len(v.Pruned) != 1 || v.Pruned[0].FromSeq != 1 || v.Pruned[0].ToSeq != 7 || v.Checked != 5 {
+		t.Errorf("verification after pruning: %+v", v)
+	}
+	for _, want := range []string{"pruned at ", ": 7 receipts, sequence 1 to 7", "receipt chain intact: 5 receipts, sequence 8 to 12",
+		"(continuing the checkpoint of sequence 7)", "executed actions cross-checked"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("--verify lacks %q:\n%s", want, text)
+		}
+	}
+	list := receiptsJSON(t, d)
+	if len(list.Receipts) != 5 || list.Receipts[len(list.Receipts)-1].Seq != 8 {
+		t.Errorf("the receipts left: %d, oldest seq %d", len(list.Receipts), list.Receipts[len(list.Receipts)-1].Seq)
+	}
+	// A bad bound is refused and nothing changes.
+	bad := strings.Replace(string(settings.Settings), `{"servers":`, `{"retention":{"receipts":{"maxAge":"soon"}},"servers":`, 1)
+	if _, stderr, code := runCtl(t, d, bad, "mcp", "configure", "-"); code == 0 || !strings.Contains(stderr, `retention.receipts.maxAge: "soon" is not a duration`) {
+		t.Errorf("a bad maxAge: exit %d, %s", code, stderr)
+	}
+	// The pruned records survive a restart as checkpoints.
+	d.restart()
+	if v, _ := verifyChain(t, d, true); len(v.Pruned) != 1 || v.Checked != 5 {
+		t.Errorf("after a restart: %+v", v)
+	}
+}
