@@ -1,9 +1,11 @@
 package approvals
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/pikod/pikod/contracts"
@@ -297,4 +299,95 @@ func migrateReceiptCheckpoints(tx *bolt.Tx) error {
 		return err
 	}
 	return writeStats(tx, s)
+}
+
+// ExportHeader is the first line of a receipts export: what it holds.
+type ExportHeader struct {
+	Format     string                     `json:"pikodReceipts"`
+	Version    int                        `json:"version"`
+	ExportedAt time.Time                  `json:"exportedAt"`
+	Head       contracts.ReceiptChainHead `json:"head"`
+	Count      uint64                     `json:"count"`
+}
+
+// ExportReceipts writes the receipts as JSON lines: the header, one line
+// {"checkpoint": ...} per checkpoint, then every receipt kept, oldest
+// first, each line exactly its stored bytes (so the chain's hashes can be
+// checked from the file alone: contracts.VerifyReceiptExport). It reads in
+// short transactions up to the head as it was when the export began.
+func (l *Ledger) ExportReceipts(w io.Writer, now time.Time) (ExportHeader, error) {
+	if err := l.FlushReceipts(); err != nil {
+		return ExportHeader{}, err
+	}
+	var head chainHead
+	var stats receiptStats
+	if err := l.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if head, err = readHead(tx); err != nil {
+			return err
+		}
+		stats, err = readStats(tx)
+		return err
+	}); err != nil {
+		return ExportHeader{}, err
+	}
+	hdr := ExportHeader{Format: contracts.ReceiptExportFormat, Version: 1, ExportedAt: now.UTC(), Head: head.info(), Count: stats.Count}
+	line := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	if err := line(hdr); err != nil {
+		return hdr, err
+	}
+	cps, err := l.Checkpoints()
+	if err != nil {
+		return hdr, err
+	}
+	for _, c := range cps {
+		if err := line(struct {
+			Checkpoint contracts.ReceiptCheckpoint `json:"checkpoint"`
+		}{c.Info()}); err != nil {
+			return hdr, err
+		}
+	}
+	next := uint64(1)
+	if n := len(cps); n > 0 {
+		next = cps[n-1].ToSeq + 1
+	}
+	for next <= head.Seq {
+		var chunk [][]byte
+		err := l.db.View(func(tx *bolt.Tx) error {
+			rb := tx.Bucket(bucketReceipts)
+			c := tx.Bucket(bucketReceiptsBySeq).Cursor()
+			for k, idb := c.Seek(seqKey(next)); k != nil && len(chunk) < verifyChunk; k, idb = c.Next() {
+				seq := binary.BigEndian.Uint64(k)
+				if seq > head.Seq {
+					break
+				}
+				v := rb.Get(idb)
+				if v == nil {
+					return fmt.Errorf("receipt %s (sequence %d) is missing: verify the chain", idb, seq)
+				}
+				chunk = append(chunk, bytes.Clone(v))
+				next = seq + 1
+			}
+			return nil
+		})
+		if err != nil {
+			return hdr, err
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		for _, b := range chunk {
+			if _, err := w.Write(append(b, '\n')); err != nil {
+				return hdr, err
+			}
+		}
+	}
+	return hdr, nil
 }

@@ -3,6 +3,7 @@ package approvals
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,4 +264,49 @@ func testMigrationReceiptCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyOK(t, in)
+}
+
+// TestExportReceipts: an export after pruning verifies from the file
+// alone; an edited receipt, a removed checkpoint or a changed header does
+// not.
+func TestExportReceipts(t *testing.T) {
+	in := newInstance(t)
+	addN(t, in, 20)
+	if _, err := in.l.PruneReceipts(0, 8, 0, in.clk.now(), 5); err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	hdr, err := in.l.ExportReceipts(&buf, in.clk.now())
+	if err != nil || hdr.Count != 8 || hdr.Head.Seq != 20 {
+		t.Fatalf("export: %+v %v", hdr, err)
+	}
+	check := func(text string) contracts.ReceiptsVerification {
+		t.Helper()
+		v, err := contracts.VerifyReceiptExport(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := check(buf.String()); !v.OK || v.Checked != 8 || len(v.Pruned) != 1 || v.Pruned[0].ToSeq != 12 {
+		t.Fatalf("the export verifies as %+v", v)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	edit := func(i int, from, to string) string {
+		out := append([]string(nil), lines...)
+		out[i] = strings.Replace(out[i], from, to, 1)
+		return strings.Join(out, "\n") + "\n"
+	}
+	if v := check(edit(4, `"status":"completed"`, `"status":"failed"`)); v.OK || v.Break.Problem != contracts.ChainContentMismatch {
+		t.Errorf("an edited receipt: %+v", v.Break)
+	}
+	if v := check(strings.Join(append(lines[:1:1], lines[2:]...), "\n") + "\n"); v.OK {
+		t.Errorf("the checkpoint removed: %+v", v.Break)
+	}
+	if v := check(strings.Join(lines[:len(lines)-1], "\n") + "\n"); v.OK || v.Break.Problem != contracts.ChainSequenceMissing {
+		t.Errorf("the newest receipt removed: %+v", v.Break)
+	}
+	if _, err := contracts.VerifyReceiptExport(strings.NewReader("{}\n")); err == nil {
+		t.Errorf("a file that is no export was read as one")
+	}
 }

@@ -28,6 +28,18 @@ type ReceiptsParams struct {
 	// Prune applies the retention bounds now (as the background pruner
 	// does every few minutes) and answers what it did (Pruned).
 	Prune bool `json:"prune,omitempty"`
+	// Export writes the receipts and checkpoints to this absolute path (a
+	// new file, 0600) as JSON lines that VerifyReceiptExport checks, and
+	// answers what it wrote (Exported).
+	Export string `json:"export,omitempty"`
+}
+
+// ReceiptExportResult is what an export wrote.
+type ReceiptExportResult struct {
+	Path     string           `json:"path"`
+	Receipts uint64           `json:"receipts"`
+	Bytes    int64            `json:"bytes"`
+	Head     ReceiptChainHead `json:"head"`
 }
 
 // PruneStatus is what a pruning run did: when it started (RFC 3339),
@@ -53,6 +65,7 @@ type ReceiptsResult struct {
 	Head         *ReceiptChainHead     `json:"head,omitempty"`
 	Verification *ReceiptsVerification `json:"verification,omitempty"`
 	Pruned       *PruneStatus          `json:"pruned,omitempty"`
+	Exported     *ReceiptExportResult  `json:"exported,omitempty"`
 }
 
 // ReceiptInfo is one receipt: the record an executed call left. Seq is its

@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/pikod/pikod/approvals"
@@ -22,6 +25,11 @@ func (d *daemon) receipts(_ context.Context, req *rpc.Request) (any, error) {
 	case p.Prune && (filtered || p.ID != "" || p.Verify):
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
 			`"prune" applies the retention bounds and takes no other member`)
+	case p.Export != "" && (filtered || p.ID != "" || p.Verify || p.Prune):
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+			`"export" writes every receipt and takes no other member`)
+	case p.Export != "":
+		return d.exportReceipts(p.Export)
 	case p.Prune:
 		st, err := d.pruner.prune()
 		if err != nil {
@@ -84,4 +92,49 @@ func (d *daemon) receipts(_ context.Context, req *rpc.Request) (any, error) {
 		out.Receipts = append(out.Receipts, r.Info())
 	}
 	return out, nil
+}
+
+// exportReceipts writes the receipts to path: a new file, written under a
+// temporary name, fsynced, then renamed, so a path that exists holds a
+// whole export. Pruning waits meanwhile.
+func (d *daemon) exportReceipts(path string) (any, error) {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_export_path",
+			"the export path %q must be a clean absolute path", path)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrAlreadyExists, "export_exists",
+			"%s already exists; nothing was written", path), "choose a new file name: an export never overwrites one")
+	}
+	d.pruner.run.Lock()
+	defer d.pruner.run.Unlock()
+	tmp := path + ".partial"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "export_failed", "creating %s: %v", tmp, err)
+	}
+	defer os.Remove(tmp)
+	w := bufio.NewWriterSize(f, 1<<20)
+	hdr, err := d.ledger.ExportReceipts(w, time.Now())
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	st, serr := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = serr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "export_failed", "writing the receipts to %s: %v; nothing was kept", path, err)
+	}
+	d.log.Info().Str("path", path).Uint64("receipts", hdr.Count).Int64("bytes", st.Size()).Msg("receipts exported")
+	return contracts.ReceiptsResult{Exported: &contracts.ReceiptExportResult{Path: path, Receipts: hdr.Count, Bytes: st.Size(), Head: hdr.Head}}, nil
 }

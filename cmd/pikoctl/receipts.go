@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,9 +24,10 @@ func (a *app) newReceiptsCmd() *cobra.Command {
 		limit  int
 		verify bool
 		prune  bool
+		export string
 	)
 	cmd := &cobra.Command{
-		Use:   "receipts [SERVER] [--since T] [--limit N] | receipts --verify | receipts --prune",
+		Use:   "receipts [SERVER] [--since T] [--limit N] | receipts --verify [FILE] | receipts --prune | receipts --export FILE",
 		Short: "List the receipts of executed calls, or verify their hash chain",
 		Long: `receipts lists the receipts executed calls left, newest first: all of them,
 or one server's, or those created since T (an RFC 3339 time such as
@@ -39,11 +42,44 @@ starts after the newest one and names every pruned range. It also checks
 receipts against actions: a receipt whose action is gone, or an executed
 action whose receipt is neither stored nor pruned, is a break.
 
+--export FILE writes every receipt kept, with the checkpoints of those
+pruned, to FILE (a new file, 0600) as JSON lines, each receipt exactly as
+stored, so that --verify FILE checks the chain from the file alone (no
+daemon needed): archive receipts before retention prunes them.
+
 --prune applies the retention bounds of the settings now (pikod does it in
 the background every 10 minutes) and says what it removed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var params contracts.ReceiptsParams
+			if verify && len(args) == 1 && since == "" && !cmd.Flags().Changed("limit") && !prune && export == "" {
+				return a.verifyExport(args[0])
+			}
+			if export != "" {
+				if verify || prune || len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
+					return usageErrorf("--export FILE writes every receipt: it takes no SERVER, --since, --limit, --verify or --prune")
+				}
+				path, err := filepath.Abs(export)
+				if err != nil {
+					return &usageError{err: err}
+				}
+				var res contracts.ReceiptsResult
+				if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{Export: path}, &res); err != nil {
+					return err
+				}
+				if a.jsonOut {
+					b, err := json.Marshal(res)
+					if err != nil {
+						return err
+					}
+					return printRaw(a.stdout, b)
+				}
+				if e := res.Exported; e != nil {
+					fmt.Fprintf(a.stdout, "exported %d receipts (%d bytes) to %s; head sequence %d; check it with 'pikoctl mcp receipts --verify %s'\n",
+						e.Receipts, e.Bytes, clean(e.Path), e.Head.Seq, clean(e.Path))
+				}
+				return nil
+			}
 			if prune {
 				if verify || len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
 					return usageErrorf("--prune applies the retention bounds: it takes no SERVER, --since, --limit or --verify")
@@ -66,7 +102,7 @@ the background every 10 minutes) and says what it removed.`,
 			}
 			if verify {
 				if len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
-					return usageErrorf("--verify checks the whole chain: it takes no SERVER, --since or --limit")
+					return usageErrorf("--verify checks the whole chain (or an export: --verify FILE): it takes no SERVER, --since or --limit")
 				}
 				params.Verify = true
 			} else {
@@ -125,6 +161,7 @@ the background every 10 minutes) and says what it removed.`,
 	cmd.Flags().IntVar(&limit, "limit", contracts.DefaultReceiptsLimit, fmt.Sprintf("at most this many (up to %d)", contracts.MaxReceiptsLimit))
 	cmd.Flags().BoolVar(&verify, "verify", false, "walk the whole receipt chain and report the first break (exit 1 if broken)")
 	cmd.Flags().BoolVar(&prune, "prune", false, "apply the retention bounds now and say what was removed")
+	cmd.Flags().StringVar(&export, "export", "", "write every receipt and checkpoint to this new file (JSON lines)")
 	return cmd
 }
 
@@ -243,7 +280,10 @@ func writeVerification(w *errWriter, v *contracts.ReceiptsVerification) {
 		if first > 1 {
 			fmt.Fprintf(w, " (continuing the checkpoint of sequence %d)", first-1)
 		}
-		fmt.Fprintf(w, "; %d executed actions cross-checked\n", v.Actions)
+		if v.Actions > 0 {
+			fmt.Fprintf(w, "; %d executed actions cross-checked with their receipts", v.Actions)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "head: %s, sha256 %s\n", clean(v.Head.ReceiptID), clean(v.Head.Hash))
 		return
 	}
@@ -259,4 +299,37 @@ func writeVerification(w *errWriter, v *contracts.ReceiptsVerification) {
 	fmt.Fprintf(w, "receipt chain BROKEN at %s: %s\n", at, strings.ReplaceAll(clean(b.Problem), "_", " "))
 	fmt.Fprintf(w, "  %s\n", clean(b.Message))
 	fmt.Fprintf(w, "%d receipts before it verified; the chain head records sequence %d\n", v.Checked, v.Head.Seq)
+}
+
+// verifyExport checks an export file locally (no daemon).
+func (a *app) verifyExport(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening the export: %w", err)
+	}
+	defer f.Close()
+	v, err := contracts.VerifyReceiptExport(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if a.jsonOut {
+		b, err := json.Marshal(contracts.ReceiptsResult{Verification: &v})
+		if err != nil {
+			return err
+		}
+		if err := printRaw(a.stdout, b); err != nil {
+			return err
+		}
+	} else {
+		w := &errWriter{w: a.stdout}
+		fmt.Fprintf(w, "export %s:\n", clean(path))
+		writeVerification(w, &v)
+		if w.err != nil {
+			return w.err
+		}
+	}
+	if !v.OK {
+		return &statusExit{code: exitFailure, msg: "the exported receipt chain is broken"}
+	}
+	return nil
 }
