@@ -120,6 +120,16 @@ func (db *DB) migrate() error {
 // Path returns the database file's path.
 func (db *DB) Path() string { return db.path }
 
+// Footprint is the file's size and the bytes of its free pages.
+func (db *DB) Footprint() (size, free int64) {
+	_ = db.bolt.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	st := db.bolt.Stats()
+	return size, int64(st.FreeAlloc)
+}
+
 // Bolt returns the underlying handle for packages that add their own
 // buckets through this package's layout.
 func (db *DB) Bolt() *bolt.DB { return db.bolt }

@@ -24,6 +24,29 @@ type StatusResult struct {
 	Vault    VaultStatus    `json:"vault"`
 	// Approvals is the owner approval gate: passphrase and lockout.
 	Approvals ApprovalsStatus `json:"approvals"`
+	// Storage is pikod's footprint on disk.
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus is what pikod keeps on disk and how fast it grows.
+type StorageStatus struct {
+	// DatabaseBytes is pikod.db's size; FreeBytes the part of it in free
+	// pages (bbolt reuses them, it does not give them back).
+	DatabaseBytes int64 `json:"databaseBytes"`
+	FreeBytes     int64 `json:"freeBytes"`
+	// Receipts kept, the bytes of their stored records, and the creation
+	// time of the oldest (RFC 3339, empty without receipts).
+	Receipts       uint64 `json:"receipts"`
+	ReceiptBytes   int64  `json:"receiptBytes"`
+	OldestReceipt  string `json:"oldestReceipt,omitempty"`
+	SourceBytes    int64  `json:"sourceBytes"`
+	SourceCapBytes int64  `json:"sourceCapBytes"`
+	// ReceiptsPerDay and BytesPerDay project the receipts' growth from
+	// the rate since this pikod started (0 before any receipt).
+	ReceiptsPerDay float64 `json:"receiptsPerDay"`
+	BytesPerDay    float64 `json:"bytesPerDay"`
+	// LastPrune is the last pruning run since this pikod started.
+	LastPrune *PruneStatus `json:"lastPrune,omitempty"`
 }
 
 // ServerStatus is one configured server as the daemon sees it now.

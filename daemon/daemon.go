@@ -184,6 +184,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer sources.Close()
 	d.ledger, d.sources = ledger, sources
+	if head, err := ledger.ReceiptsHead(); err == nil {
+		d.startSeq = head.Seq
+	}
 
 	// Events go to the socket's watchers; the hub closes after the
 	// supervisor (which still reports state changes as it stops).
@@ -281,8 +284,11 @@ type daemon struct {
 	// rotated holds the servers whose credentials changed while
 	// connected (rotation.go).
 	rotated rotations
-	// pruner applies the retention bounds (retention.go).
-	pruner *pruner
+	// pruner applies the retention bounds (retention.go); startSeq is the
+	// receipt chain's head sequence when this pikod started, for the
+	// growth rate.
+	pruner   *pruner
+	startSeq uint64
 	log     zerolog.Logger
 	started time.Time
 

@@ -279,7 +279,8 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 	d.mu.Lock()
 	rev := d.revision
 	d.mu.Unlock()
-	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.vaultStatus(), Approvals: d.gate.Status()}, nil
+	return contracts.StatusResult{Revision: rev, Servers: servers, Vault: d.vaultStatus(), Approvals: d.gate.Status(),
+		Storage: d.storageStatus()}, nil
 }
 
 func decodeServer(req *rpc.Request) (string, error) {

@@ -83,3 +83,31 @@ func (p *pruner) lastRun() contracts.PruneStatus {
 	defer p.mu.Unlock()
 	return p.last
 }
+
+// storageStatus is pikod's footprint for status; a part that cannot be
+// read is left zero (and logged).
+func (d *daemon) storageStatus() *contracts.StorageStatus {
+	st := &contracts.StorageStatus{}
+	st.DatabaseBytes, st.FreeBytes = d.db.Footprint()
+	count, bytes, oldest, err := d.ledger.ReceiptFootprint()
+	if err != nil {
+		d.log.Error().Err(err).Msg("reading the receipts' footprint")
+	}
+	st.Receipts, st.ReceiptBytes = count, bytes
+	if !oldest.IsZero() {
+		st.OldestReceipt = oldest.UTC().Format(time.RFC3339)
+	}
+	st.SourceBytes, st.SourceCapBytes = d.sources.UsedBytes(), d.sources.Cap()
+	if head, err := d.ledger.ReceiptsHead(); err == nil && count > 0 {
+		if up := time.Since(d.started); up > time.Minute && head.Seq > d.startSeq {
+			perDay := float64(head.Seq-d.startSeq) / up.Hours() * 24
+			st.ReceiptsPerDay, st.BytesPerDay = perDay, perDay*float64(bytes)/float64(count)
+		}
+	}
+	if d.pruner != nil {
+		if last := d.pruner.lastRun(); last.At != "" {
+			st.LastPrune = &last
+		}
+	}
+	return st
+}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pikod/pikod/contracts"
 )
 
 // TestReceiptRetention: the retention settings prune the oldest receipts
@@ -76,6 +78,16 @@ func TestReceiptRetention(t *testing.T) {
 	}
 	if out, _, code := runCtl(t, d, "", "mcp", "receipts", "--verify", tampered); code != 1 || !strings.Contains(out, "BROKEN") {
 		t.Errorf("a tampered export: exit %d\n%s", code, out)
+	}
+	// Status and doctor show the footprint.
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	if s := st.Storage; s == nil || s.Receipts != 5 || s.ReceiptBytes <= 0 || s.DatabaseBytes <= 0 || s.OldestReceipt == "" ||
+		s.SourceCapBytes <= 0 || s.LastPrune == nil || s.LastPrune.Pruned != 7 {
+		t.Errorf("status storage: %+v", st.Storage)
+	}
+	if out, _, _ := runCtl(t, d, "", "doctor"); !strings.Contains(out, "storage") || !strings.Contains(out, "5 receipts") || !strings.Contains(out, "last prune") {
+		t.Errorf("doctor lacks the storage line:\n%s", out)
 	}
 	// The pruned records survive a restart as checkpoints.
 	d.restart()

@@ -113,6 +113,28 @@ func (a *app) doctor(ctx context.Context) []doctorCheck {
 			if st.Vault.Warning != "" {
 				add("warn", "vault", "%s", st.Vault.Warning)
 			}
+			if s := st.Storage; s != nil {
+				level := "ok"
+				if s.LastPrune != nil && s.LastPrune.Error != "" {
+					level = "warn"
+				}
+				line := fmt.Sprintf("pikod.db %s (%s in free pages); %d receipts, %s", byteSize(s.DatabaseBytes), byteSize(s.FreeBytes),
+					s.Receipts, byteSize(s.ReceiptBytes))
+				if s.OldestReceipt != "" {
+					line += ", the oldest from " + clean(s.OldestReceipt)
+				}
+				line += fmt.Sprintf("; retained results %s of %s", byteSize(s.SourceBytes), byteSize(s.SourceCapBytes))
+				if s.BytesPerDay > 0 {
+					line += fmt.Sprintf("; receipts grow about %s a day at the rate since pikod started", byteSize(int64(s.BytesPerDay)))
+				}
+				if s.LastPrune != nil {
+					line += fmt.Sprintf("; last prune %s removed %d", clean(s.LastPrune.At), s.LastPrune.Pruned)
+					if s.LastPrune.Error != "" {
+						line += " and failed: " + clean(s.LastPrune.Error)
+					}
+				}
+				add(level, "storage", "%s", line)
+			}
 		}
 	}
 	// The session bus the keyring backend talks to.
@@ -191,4 +213,18 @@ func lookIn(name, path string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// byteSize writes n bytes for a person: 812 B, 3.4 KiB, 12.0 MiB, 1.2 GiB.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
