@@ -126,8 +126,7 @@ func (db *DB) Footprint() (size, free int64) {
 		size = tx.Size()
 		return nil
 	})
-	st := db.bolt.Stats()
-	return size, int64(st.FreeAlloc)
+	return size, freeBytes(db.bolt)
 }
 
 // Bolt returns the underlying handle for packages that add their own

@@ -45,6 +45,9 @@ type Config struct {
 	// RetentionInterval is how often receipts are pruned to the retention
 	// bounds; 0 means DefaultRetentionInterval.
 	RetentionInterval time.Duration
+	// Compact compacts pikod.db at start whatever its free pages (else
+	// only past CompactMinFree and CompactRatio).
+	Compact bool
 	// RequestLimit bounds how long a server request waits for the owner
 	// (the call it belongs to may end it sooner); default
 	// DefaultRequestLimit.
@@ -91,6 +94,18 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	dbPath := DBPath(cfg.StateDir)
+	// Freed pages go back to the file system only by a copy: at start,
+	// before anything uses the file, when they are worth it (or asked).
+	if rep, err := approvals.CompactFile(dbPath, DBLockTimeout, CompactMinFree, CompactRatio, cfg.Compact); err != nil {
+		if errors.Is(err, approvals.ErrLocked) {
+			return fmt.Errorf("another pikod is running for instance %q (database %s is locked): %w",
+				cfg.Instance, dbPath, contracts.ErrAlreadyExists)
+		}
+		log.Error().Err(err).Msg("compacting the database; going on with it as it is")
+	} else if rep.Compacted {
+		log.Info().Int64("before", rep.Before).Int64("after", rep.After).Int64("free", rep.Free).
+			Int64("took_ms", rep.Took.Milliseconds()).Msg("database compacted")
+	}
 	db, err := approvals.Open(dbPath, DBLockTimeout)
 	if errors.Is(err, approvals.ErrLocked) {
 		return fmt.Errorf("another pikod is running for instance %q (database %s is locked): %w",
@@ -257,6 +272,13 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info().Msg("stopped serving")
 	return err
 }
+
+// pikod.db is compacted at start when its free pages take at least
+// CompactMinFree bytes and CompactRatio of the file.
+const (
+	CompactMinFree = 16 << 20
+	CompactRatio   = 0.5
+)
 
 // daemon holds the running state behind the method table.
 type daemon struct {

@@ -95,3 +95,36 @@ func TestReceiptRetention(t *testing.T) {
 		t.Errorf("after a restart: %+v", v)
 	}
 }
+
+// TestCompactAtStart: after retention pruned most receipts, a start with
+// --compact gives the freed pages back: pikod.db shrinks, the log says so,
+// and every receipt kept and the chain are as before.
+func TestCompactAtStart(t *testing.T) {
+	t.Parallel()
+	callLog := filepath.Join(t.TempDir(), "calls.log")
+	d := startDaemon(t, withPikodArgs("--compact"))
+	configureMCP(t, d, mcpSettings(t, countServer("fx", callLog)))
+	connectServer(t, d, "fx")
+	long := strings.Repeat("x", 2000)
+	for i := range 400 {
+		callTool(t, d, "fx", "echo", fmt.Sprintf(`{"text":"%s%d"}`, long, i))
+	}
+	settings := readSettings(t, d)
+	configureMCP(t, d, strings.Replace(string(settings.Settings), `{"servers":`, `{"retention":{"receipts":{"maxCount":3}},"servers":`, 1))
+	ctlOK(t, d, "", "mcp", "receipts", "--prune")
+	kept := receiptsJSON(t, d)
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	before := st.Storage.DatabaseBytes
+	d.restart()
+	d.waitLog(t, "database compacted")
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	if st.Storage.DatabaseBytes >= before {
+		t.Errorf("pikod.db is %d bytes after compaction, %d before", st.Storage.DatabaseBytes, before)
+	}
+	t.Logf("pikod.db %d -> %d bytes", before, st.Storage.DatabaseBytes)
+	if again := receiptsJSON(t, d); fmt.Sprint(again.Receipts) != fmt.Sprint(kept.Receipts) {
+		t.Errorf("the receipts kept changed across the compaction")
+	}
+	verifyChain(t, d, true)
+}

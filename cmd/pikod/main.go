@@ -54,6 +54,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	requestFlag := fs.Duration("request-limit", daemon.DefaultRequestLimit, "how long a server request (elicitation, sampling) waits for the owner at most (1s to 1h)")
 	flowFlag := fs.Duration("oauth-flow-lifetime", mcpclient.FlowLifetime, "how long an OAuth browser sign-in waits for its callback (1s to 10m)")
 	pruneFlag := fs.Duration("retention-interval", daemon.DefaultRetentionInterval, "how often receipts are pruned to the retention settings (10s to 24h)")
+	compactFlag := fs.Bool("compact", false, "compact pikod.db at start even when its free pages are few (it is compacted at start anyway when they are over half of it and 16 MiB)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file at a clean stop (for make bench)")
 	memProfile := fs.String("memprofile", "", "write a Go allocation profile of the whole run to this file at a clean stop (for make bench)")
@@ -179,7 +180,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 
 	err = daemon.Run(ctx, daemon.Config{Instance: instance, SocketPath: socket, StateDir: stateDir, Version: version, Log: log,
 		Vault: backend, CredentialsDir: os.Getenv("CREDENTIALS_DIRECTORY"), Redactor: red, OAuthFlowLifetime: *flowFlag, RequestLimit: *requestFlag,
-		RetentionInterval: *pruneFlag})
+		RetentionInterval: *pruneFlag, Compact: *compactFlag})
 	if err != nil {
 		log.Error().Err(err).Msg("pikod stopped")
 		fmt.Fprintf(stderr, "pikod: %v\n", err)
