@@ -1,6 +1,7 @@
 // Package approvals owns pikod's database: one bbolt file per instance that
-// holds the settings, and (as the product grows) prepared actions,
-// decisions, tombstones, receipts and retained sources.
+// holds the settings, prepared actions and their decisions, receipts (with
+// their retention checkpoints), retained sources, pins, tasks and process
+// records; the tombstone file beside it; and compaction of the file.
 //
 // It may import contracts, go.etcd.io/bbolt and zerolog; never daemon,
 // rpc, mcpclient or vault.
