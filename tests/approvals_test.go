@@ -847,7 +847,9 @@ func TestApprovalBindings(t *testing.T) {
 	t.Run("settings changed", func(t *testing.T) {
 		nonce := "settings-" + randomHex(t, 8)
 		prep := prepareCount(t, d, "fy", nonce)
-		servers[1] = servers[1].with("timeoutMs", 12345)
+		// What the approval covers (a timeout or a grant would not be:
+		// they apply live, see TestLivePolicy).
+		servers[1] = servers[1].with("env", map[string]string{"BINDING": "changed"})
 		configureMCP(t, d, mcpSettings(t, servers...))
 		connectServer(t, d, "fy")
 		e := a.mustRefuse(d, prep.ActionID, prep.Digest, "action_stale")
