@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,42 +64,22 @@ the background every 10 minutes) and says what it removed.`,
 				if err != nil {
 					return &usageError{err: err}
 				}
-				var res contracts.ReceiptsResult
-				if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{Export: path}, &res); err != nil {
-					return err
-				}
-				if a.jsonOut {
-					b, err := json.Marshal(res)
-					if err != nil {
-						return err
+				return a.receiptsOp(cmd.Context(), contracts.ReceiptsParams{Export: path}, func(res contracts.ReceiptsResult) {
+					if e := res.Exported; e != nil {
+						fmt.Fprintf(a.stdout, "exported %d receipts (%d bytes) to %s; head sequence %d; check it with 'pikoctl mcp receipts --verify %s'\n",
+							e.Receipts, e.Bytes, clean(e.Path), e.Head.Seq, clean(e.Path))
 					}
-					return printRaw(a.stdout, b)
-				}
-				if e := res.Exported; e != nil {
-					fmt.Fprintf(a.stdout, "exported %d receipts (%d bytes) to %s; head sequence %d; check it with 'pikoctl mcp receipts --verify %s'\n",
-						e.Receipts, e.Bytes, clean(e.Path), e.Head.Seq, clean(e.Path))
-				}
-				return nil
+				})
 			}
 			if prune {
 				if verify || len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
 					return usageErrorf("--prune applies the retention bounds: it takes no SERVER, --since, --limit or --verify")
 				}
-				var res contracts.ReceiptsResult
-				if err := a.call(cmd.Context(), contracts.MethodMCPReceipts, contracts.ReceiptsParams{Prune: true}, &res); err != nil {
-					return err
-				}
-				if a.jsonOut {
-					b, err := json.Marshal(res)
-					if err != nil {
-						return err
+				return a.receiptsOp(cmd.Context(), contracts.ReceiptsParams{Prune: true}, func(res contracts.ReceiptsResult) {
+					if p := res.Pruned; p != nil {
+						fmt.Fprintf(a.stdout, "pruned %d receipts in %d batches (%d ms); %d kept, %d bytes\n", p.Pruned, p.Batches, p.TookMs, p.Kept, p.KeptBytes)
 					}
-					return printRaw(a.stdout, b)
-				}
-				if p := res.Pruned; p != nil {
-					fmt.Fprintf(a.stdout, "pruned %d receipts in %d batches (%d ms); %d kept, %d bytes\n", p.Pruned, p.Batches, p.TookMs, p.Kept, p.KeptBytes)
-				}
-				return nil
+				})
 			}
 			if verify {
 				if len(args) > 0 || since != "" || cmd.Flags().Changed("limit") {
@@ -331,5 +312,23 @@ func (a *app) verifyExport(path string) error {
 	if !v.OK {
 		return &statusExit{code: exitFailure, msg: "the exported receipt chain is broken"}
 	}
+	return nil
+}
+
+// receiptsOp makes one extensions.mcp.receipts call and prints its result:
+// as JSON with --json, else with human.
+func (a *app) receiptsOp(ctx context.Context, params contracts.ReceiptsParams, human func(contracts.ReceiptsResult)) error {
+	var res contracts.ReceiptsResult
+	if err := a.call(ctx, contracts.MethodMCPReceipts, params, &res); err != nil {
+		return err
+	}
+	if a.jsonOut {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		return printRaw(a.stdout, b)
+	}
+	human(res)
 	return nil
 }
