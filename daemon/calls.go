@@ -74,7 +74,7 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 		}
 		a, err := d.ledger.BeginDirect(contracts.ReceiptAutonomous, server, tool.OriginalName, args, fp, caller)
 		if err != nil {
-			return nil, err
+			return nil, d.storageFull(err, "the call was refused before anything was sent")
 		}
 		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID,
 			validated: tool.Digest, caller: a.Caller})
@@ -87,7 +87,7 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	// The description is the server's text, kept in pikod.db for review.
 	a, err := d.ledger.Prepare(server, tool.OriginalName, args, d.red.Text(tool.Description), fp, caller)
 	if err != nil {
-		return nil, err
+		return nil, d.storageFull(err, "no action was prepared and nothing was sent")
 	}
 	// The caller's declared names are untrusted text: only its pid is logged.
 	d.log.Info().Str("action", a.ID).Str("server", server).Str("tool", tool.OriginalName).Bool("held", held != "").
@@ -198,7 +198,8 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		if perr != nil {
 			d.log.Error().Err(perr).Str("server", ex.server).Msg("retaining a call result")
 			res.Status, state = contracts.CallUncertain, contracts.ActionUncertain
-			res.Error = contracts.ToError(fmt.Errorf("the call was answered but its result could not be retained: %w", perr))
+			res.Error = contracts.ToError(d.storageFull(fmt.Errorf("the call was answered but its result could not be retained: %w", perr),
+				"the result was not retained: the call was sent and answered, and is recorded as uncertain"))
 			reason = kept.Text(res.Error.Message)
 			break
 		}
@@ -257,7 +258,8 @@ func (d *daemon) settle(res *contracts.CallResult, ex execution, rec approvals.R
 	if err != nil && staged != nil {
 		d.log.Error().Err(err).Str("server", ex.server).Msg("retaining a call result")
 		res.Status, res.OriginalResultSourceID = contracts.CallUncertain, ""
-		res.Error = contracts.ToError(fmt.Errorf("the call was answered but its result could not be retained: %w", err))
+		res.Error = contracts.ToError(d.storageFull(fmt.Errorf("the call was answered but its result could not be retained: %w", err),
+			"the result was not retained: the call was sent and answered, and is recorded as uncertain"))
 		settle.Source, settle.State, settle.Reason = nil, contracts.ActionUncertain, res.Error.Message
 		settle.Receipt.Status, settle.Receipt.SourceID, settle.Receipt.Error = res.Status, "", d.red.Text(res.Error.Message)
 		st, err = d.ledger.Settle(settle)
@@ -481,10 +483,10 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	// reviewed and turns stale.
 	current := d.currentFingerprints(ctx, a.Server, a.Tool, true)
 	if a, err = d.ledger.Approve(p.ActionID, p.Digest, current); err != nil {
-		return nil, err
+		return nil, d.storageFull(err, "the approval was not recorded and nothing was sent (the action is still prepared)")
 	}
 	if a, err = d.ledger.MarkDispatched(a.ID); err != nil {
-		return nil, err
+		return nil, d.storageFull(err, "its dispatch was not recorded and nothing was sent")
 	}
 	d.log.Info().Str("action", a.ID).Str("kind", a.Kind).Str("server", a.Server).Str("tool", a.Tool).Msg("action approved; dispatching")
 	bound := &mcpclient.Binding{ConnectionGeneration: a.Fingerprints.ConnectionGeneration, SettingsDigest: a.Fingerprints.Settings,

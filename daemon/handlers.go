@@ -187,7 +187,7 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	rec, err := d.db.SaveSettings(p.Extension, canonical, d.revision)
 	if err != nil {
-		return nil, err
+		return nil, d.storageFull(err, "the settings are unchanged")
 	}
 	prev := d.settings
 	d.settings, d.revision, d.settingsErr = next, rec.Revision, nil
