@@ -26,6 +26,7 @@ var (
 	bucketPins           = []byte("pins")
 	bucketSources        = []byte("sources")
 	bucketTasks          = []byte("tasks")
+	bucketSkillPins      = []byte("skill_pins")
 )
 
 // Buckets nested in sources/.
@@ -84,6 +85,7 @@ var migrations = []migration{
 	{6, "receipt-chain", migrateReceiptChain},
 	{7, "pins", migratePins},
 	{8, "tasks", migrateTasks},
+	{9, "skill-pins", migrateSkillPins},
 }
 
 // SchemaVersion is the layout version this build writes.
@@ -194,5 +196,12 @@ func migratePins(tx *bolt.Tx) error {
 // utility) and the status updates it saw.
 func migrateTasks(tx *bolt.Tx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketTasks)
+	return err
+}
+
+// migrateSkillPins creates skill_pins/: the digests of the skills the
+// owner loaded.
+func migrateSkillPins(tx *bolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketSkillPins)
 	return err
 }

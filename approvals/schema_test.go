@@ -25,6 +25,7 @@ var migrationTests = map[string]func(t *testing.T){
 	"receipt-chain": testMigrationReceiptChain,
 	"pins":          testMigrationPins,
 	"tasks":         testMigrationTasks,
+	"skill-pins":    testMigrationSkillPins,
 }
 
 func TestMigrations(t *testing.T) {
@@ -78,7 +79,7 @@ func TestSchemaDocumented(t *testing.T) {
 	doc := string(b)
 	for _, name := range [][]byte{
 		bucketMeta, bucketSettings, bucketProcesses, bucketActions, bucketActionsByTime, bucketReceipts,
-		bucketReceiptsBySeq, bucketReceiptsByTime, bucketPins, bucketSources,
+		bucketReceiptsBySeq, bucketReceiptsByTime, bucketPins, bucketSkillPins, bucketSources,
 		bucketSourceMeta, bucketSourceOrder, bucketSourceData,
 	} {
 		if !strings.Contains(doc, "── "+string(name)+"/") {
