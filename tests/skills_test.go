@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,4 +246,73 @@ func TestSkills(t *testing.T) {
 	}
 	var raw json.RawMessage
 	d.callInto(t, contracts.MethodMCPSkills, contracts.SkillsParams{Server: sz, Op: contracts.SkillOpRead, Skill: "refunds", File: "examples/email.md"}, &raw)
+}
+
+// TestSkillsBridge reads skills through 'pikoctl mcp serve' with the
+// official Go SDK's client: a skill's files are resources; reading SKILL.md
+// loads the skill (verified, tagged with its server), a supporting file is
+// served only once the skill is loaded, a tampered skill is refused, and
+// listing reads nothing.
+func TestSkillsBridge(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	reads := filepath.Join(t.TempDir(), "reads")
+	configureMCP(t, d, mcpSettings(t, stdioFixture("sk", "--skills", "--skill-tamper", "digest", "--read-log", reads)))
+	h := startHost(t, d, []string{gosdkClientBin})
+	h.do(map[string]any{"op": "init"})
+	var list struct {
+		Resources []struct {
+			URI, Name, Description string
+		} `json:"resources"`
+	}
+	b, _ := json.Marshal(h.do(map[string]any{"op": "listResources"}))
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	uris := map[string]string{}
+	for _, r := range list.Resources {
+		uris[r.URI] = r.Description
+	}
+	for _, u := range []string{"skill://git-workflow/SKILL.md", "skill://git-workflow/references/GUIDE.md", "skill://tampered/SKILL.md",
+		"skill://acme/billing/refunds/examples/email.md"} {
+		if _, ok := uris[u]; !ok {
+			t.Errorf("resources/list through the bridge lacks %s: %v", u, slices.Collect(mapsKeys(uris)))
+		}
+	}
+	if _, ok := uris["skill://reports/daily/SKILL.md"]; ok {
+		t.Errorf("the dynamic skill, which pikod does not load, is exposed")
+	}
+	if d := uris["skill://git-workflow/SKILL.md"]; !strings.Contains(d, "skill git-workflow of server sk") {
+		t.Errorf("SKILL.md's description %q does not name the skill and its server", d)
+	}
+	read := func(uri string) (string, string) {
+		_, ch := h.send(map[string]any{"op": "readResource", "uri": uri})
+		m := h.answer(ch)
+		if e, ok := m["error"]; ok {
+			return "", fmt.Sprint(e)
+		}
+		b, _ := json.Marshal(m["result"])
+		return string(b), ""
+	}
+	if got := readLog(t, reads); len(got) != 0 {
+		t.Fatalf("listing through the bridge read %q, want nothing", got)
+	}
+	if _, e := read("skill://git-workflow/references/GUIDE.md"); !strings.Contains(e, "is not loaded") {
+		t.Errorf("GUIDE.md before its skill was loaded: error %q, want not loaded", e)
+	}
+	text, e := read("skill://git-workflow/SKILL.md")
+	if e != "" || !strings.Contains(text, "[pikod: skill git-workflow of server sk, SKILL.md, verified (size, digest, frontmatter).") ||
+		!strings.Contains(text, "# Git workflow") {
+		t.Errorf("SKILL.md through the bridge: %s %s", text, e)
+	}
+	if text, e := read("skill://git-workflow/references/GUIDE.md"); e != "" || !strings.Contains(text, "(revision 0)") || !strings.Contains(text, "verified (size, digest)") {
+		t.Errorf("GUIDE.md after the load: %s %s", text, e)
+	}
+	if _, e := read("skill://tampered/SKILL.md"); !strings.Contains(e, "failed the digest check") {
+		t.Errorf("the tampered skill through the bridge: error %q, want the digest check named", e)
+	}
+	want := []string{"skill://git-workflow/SKILL.md", "skill://git-workflow/references/GUIDE.md", "skill://tampered/SKILL.md"}
+	if got := readLog(t, reads); !slices.Equal(got, want) {
+		t.Errorf("the bridge read %q, want %q", got, want)
+	}
 }
