@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestCatalogSkills: skills are a kind of the catalog pane, named and
+// TestSkillsCatalogPane: skills are a kind of the catalog pane, named and
 // described by their frontmatter; enter shows how to load one, and the
 // server's text is sanitized.
-func TestCatalogSkills(t *testing.T) {
+func TestSkillsCatalogPane(t *testing.T) {
 	m := testModel(t)
 	m.Update(statusMsg{res: sampleStatus()})
 	c := sampleCatalog()
