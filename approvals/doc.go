@@ -101,6 +101,12 @@
 //	│                         digest covers, for diffs), pinnedAt, by
 //	│                         (settings, discovery or trust), replaced;
 //	│                         deleted when the grant is removed
+//	├── skill_pins/
+//	│   └── <server id>/
+//	│       └── <key: hex SHA-256 of the skill's URI> → SkillPin JSON: the
+//	│                         last load of a skill: server, key, uri and
+//	│                         name (redacted), digest (pikod's digest of
+//	│                         its files' URIs and digests), loadedAt
 //	└── sources/
 //	    ├── meta/
 //	    │   └── <source id "src_…"> → SourceMeta JSON: id, server, tool,
@@ -204,4 +210,7 @@
 //     their creating action and receipt and the status updates seen.
 //  9. receipt-checkpoints: receipt_checkpoints/ for retention, and
 //     meta/receipts_stats counted from the receipts already stored.
+//  10. skill-pins: skill_pins/, the file digests of each skill at its last
+//     load, so a skill whose files change shows as changed until it is
+//     loaded again, across restarts.
 package approvals

@@ -243,3 +243,16 @@ func TestPreviewPromptRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestPreviewText(t *testing.T) {
+	short, cut := PreviewText("line\n\x1b[31mred\x1b[0m\n", PreviewLimits{})
+	if cut || short != "line\n\\u{001B}[31mred\\u{001B}[0m\n" {
+		t.Errorf("PreviewText(short) = %q, %v; want the text made safe, not cut", short, cut)
+	}
+	long := strings.Repeat("a", 90) + strings.Repeat("b", 30)
+	got, cut := PreviewText(long, PreviewLimits{TextChars: 60})
+	want := strings.Repeat("a", 40) + "\n[… 60 characters omitted here; " + readWhole + " …]\n" + strings.Repeat("b", 20)
+	if !cut || got != want {
+		t.Errorf("PreviewText(long) = %q, %v; want %q, true", got, cut, want)
+	}
+}

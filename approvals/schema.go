@@ -28,6 +28,7 @@ var (
 	bucketTasks          = []byte("tasks")
 	// bucketReceiptCheckpoints holds the checkpoints of pruned receipts.
 	bucketReceiptCheckpoints = []byte("receipt_checkpoints")
+	bucketSkillPins          = []byte("skill_pins")
 )
 
 // Buckets nested in sources/.
@@ -89,6 +90,7 @@ var migrations = []migration{
 	{7, "pins", migratePins},
 	{8, "tasks", migrateTasks},
 	{9, "receipt-checkpoints", migrateReceiptCheckpoints},
+	{10, "skill-pins", migrateSkillPins},
 }
 
 // SchemaVersion is the layout version this build writes.
@@ -199,5 +201,12 @@ func migratePins(tx *bolt.Tx) error {
 // utility) and the status updates it saw.
 func migrateTasks(tx *bolt.Tx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketTasks)
+	return err
+}
+
+// migrateSkillPins creates skill_pins/: the digests of the skills the
+// owner loaded.
+func migrateSkillPins(tx *bolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketSkillPins)
 	return err
 }

@@ -26,6 +26,7 @@ var migrationTests = map[string]func(t *testing.T){
 	"pins":                testMigrationPins,
 	"tasks":               testMigrationTasks,
 	"receipt-checkpoints": testMigrationReceiptCheckpoints,
+	"skill-pins":          testMigrationSkillPins,
 }
 
 func TestMigrations(t *testing.T) {
@@ -79,7 +80,7 @@ func TestSchemaDocumented(t *testing.T) {
 	doc := string(b)
 	for _, name := range [][]byte{
 		bucketMeta, bucketSettings, bucketProcesses, bucketActions, bucketActionsByTime, bucketReceipts,
-		bucketReceiptsBySeq, bucketReceiptsByTime, bucketPins, bucketSources, bucketReceiptCheckpoints,
+		bucketReceiptsBySeq, bucketReceiptsByTime, bucketPins, bucketSkillPins, bucketSources, bucketReceiptCheckpoints,
 		bucketSourceMeta, bucketSourceOrder, bucketSourceData,
 	} {
 		if !strings.Contains(doc, "── "+string(name)+"/") {

@@ -27,8 +27,13 @@ type CatalogResult struct {
 	Resources         []json.RawMessage `json:"resources"`
 	ResourceTemplates []json.RawMessage `json:"resourceTemplates"`
 	Prompts           []json.RawMessage `json:"prompts"`
-	Complete          bool              `json:"complete"`
-	Problem           string            `json:"problem,omitempty"`
+	// Skills are the entries skills/list gave (exactly as the server sent
+	// them), for a server that declares the Skills extension; absent for
+	// one that does not. extensions.mcp.skills shows them checked, with
+	// their pin states.
+	Skills   []json.RawMessage `json:"skills,omitempty"`
+	Complete bool              `json:"complete"`
+	Problem  string            `json:"problem,omitempty"`
 	// Excluded lists the tools the server listed that pikod withholds: on
 	// a 2026-07-28 Streamable HTTP connection, a tool whose x-mcp-header
 	// annotations are invalid cannot be called correctly, so it is left

@@ -60,6 +60,7 @@ const (
 	ListResources         = "resources"
 	ListResourceTemplates = "resourceTemplates"
 	ListPrompts           = "prompts"
+	ListSkills            = "skills"
 )
 
 // CatalogEventData is the Data of an EventCatalog event: a refetch after
@@ -85,6 +86,7 @@ type CatalogCounts struct {
 	Resources         int `json:"resources"`
 	ResourceTemplates int `json:"resourceTemplates"`
 	Prompts           int `json:"prompts"`
+	Skills            int `json:"skills,omitempty"`
 }
 
 // WatchParams is the params of extensions.mcp.watch: it subscribes the

@@ -26,6 +26,7 @@ const (
 	MethodMCPResource        = "extensions.mcp.resource"
 	MethodMCPPrompt          = "extensions.mcp.prompt"
 	MethodMCPComplete        = "extensions.mcp.complete"
+	MethodMCPSkills          = "extensions.mcp.skills"
 	MethodMCPTasks           = "extensions.mcp.tasks"
 	MethodMCPLogging         = "extensions.mcp.logging"
 	MethodMCPRequests        = "extensions.mcp.requests"
@@ -110,6 +111,7 @@ var MethodTable = []MethodInfo{
 	{Name: MethodMCPResource},
 	{Name: MethodMCPPrompt},
 	{Name: MethodMCPComplete},
+	{Name: MethodMCPSkills},
 	{Name: MethodMCPTasks},
 	{Name: MethodMCPLogging},
 	{Name: MethodMCPRequests, Flags: Control},

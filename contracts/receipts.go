@@ -77,7 +77,8 @@ type ReceiptInfo struct {
 	Seq  uint64 `json:"seq"`
 	Kind string `json:"kind"`
 	// Server and Tool name the call; Tool is the tool's original name (the
-	// URI for mcp_resource_read, the prompt's name for mcp_prompt_get).
+	// URI for mcp_resource_read, the prompt's name for mcp_prompt_get, the
+	// file's URI for mcp_skill_load and mcp_skill_read).
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	// ArgumentsDigest is the hex SHA-256 of the exact argument bytes sent

@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Grants:       grantStore{d.creds},
 		FlowLifetime: cfg.OAuthFlowLifetime,
 		// Grants cover pinned tool definitions (pikod.db pins/).
-		Pins: pinStore{db, cfg.Redactor},
+		Pins: pinStore{db, cfg.Redactor}, SkillPins: skillPinStore{db, cfg.Redactor},
 		// Text from servers is redacted before anything cuts it.
 		Redact: cfg.Redactor.Text,
 		Event:  publish,

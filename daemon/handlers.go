@@ -30,6 +30,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPResource:        d.resource,
 		contracts.MethodMCPPrompt:          d.prompt,
 		contracts.MethodMCPComplete:        d.complete,
+		contracts.MethodMCPSkills:          d.skills,
 		contracts.MethodMCPActionsList:     d.actionsList,
 		contracts.MethodMCPActionsReview:   d.actionsReview,
 		contracts.MethodMCPActionsApprove:  d.actionsApprove,

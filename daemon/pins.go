@@ -169,6 +169,17 @@ func (d *daemon) savePins(prev, next *contracts.MCPSettings, live map[string][]c
 	if err != nil {
 		d.log.Error().Err(err).Msg("listing tool pins")
 	}
+	kept := map[string]bool{}
+	for i := range next.Servers {
+		kept[next.Servers[i].ID] = true
+	}
+	for i := range prev.Servers {
+		if id := prev.Servers[i].ID; !kept[id] {
+			if err := d.db.DeleteSkillPins(id); err != nil {
+				d.log.Error().Err(err).Str("server", id).Msg("forgetting the skill pins of a removed server")
+			}
+		}
+	}
 	edits := pinEdits(prev, next, live, pinned, time.Now().UTC())
 	if len(edits) == 0 {
 		return

@@ -48,6 +48,9 @@ type Catalog struct {
 	Resources         []json.RawMessage
 	ResourceTemplates []json.RawMessage
 	Prompts           []json.RawMessage
+	// Skills are the entries of skills/list (a server that declares the
+	// Skills extension), nil for a server that does not.
+	Skills []json.RawMessage
 	// Complete is false when a limit or an error cut discovery short.
 	Complete bool
 	// Problem says why the catalog is incomplete.
@@ -291,7 +294,7 @@ type errLimit struct{ msg string }
 func (e *errLimit) Error() string { return e.msg }
 
 // listAll collects every entry of a paginated list (field is "tools",
-// "resources", "resourceTemplates" or "prompts"), within the limits. budget
+// "resources", "resourceTemplates", "prompts" or "skills"), within the limits. budget
 // is the catalog's remaining byte budget, shared by all lists.
 func listAll(ctx context.Context, fetch pageLister, method, field string, lim CatalogLimits, budget *int) ([]json.RawMessage, error) {
 	var items []json.RawMessage
@@ -368,7 +371,7 @@ func refetchLists(ctx context.Context, fetch pageLister, s *contracts.ServerSett
 		Tools: []contracts.CatalogTool{}, Resources: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}, Prompts: []json.RawMessage{}}
 	if prev != nil {
 		cat.Tools = regranted(s, prev.Tools)
-		cat.Resources, cat.ResourceTemplates, cat.Prompts = prev.Resources, prev.ResourceTemplates, prev.Prompts
+		cat.Resources, cat.ResourceTemplates, cat.Prompts, cat.Skills = prev.Resources, prev.ResourceTemplates, prev.Prompts, prev.Skills
 		cat.problems, cat.sizes, cat.toolsStale = prev.problems, prev.sizes, prev.toolsStale
 		if !which.has(listTools) {
 			// The tools kept were left out (or not) when they were read.
@@ -458,6 +461,8 @@ func (c *Catalog) setList(k listKind, raw []json.RawMessage) {
 		c.ResourceTemplates = orEmpty(raw)
 	case listPrompts:
 		c.Prompts = orEmpty(raw)
+	case listSkills:
+		c.Skills = raw
 	}
 }
 
@@ -471,6 +476,9 @@ func offered(k listKind, caps serverCaps, s *contracts.ServerSettings) bool {
 		return caps.resources && s.ResourcesEnabled()
 	case listPrompts:
 		return caps.prompts && s.PromptsEnabled()
+	case listSkills:
+		// Skills are resources: the resources setting switches them off.
+		return caps.skills && s.ResourcesEnabled()
 	}
 	return false
 }
@@ -483,13 +491,14 @@ const (
 	listResources
 	listTemplates
 	listPrompts
+	listSkills
 	numLists
 )
 
 var (
-	listNames   = [numLists]string{contracts.ListTools, contracts.ListResources, contracts.ListResourceTemplates, contracts.ListPrompts}
-	listMethods = [numLists]string{"tools/list", "resources/list", "resources/templates/list", "prompts/list"}
-	listFields  = [numLists]string{"tools", "resources", "resourceTemplates", "prompts"}
+	listNames   = [numLists]string{contracts.ListTools, contracts.ListResources, contracts.ListResourceTemplates, contracts.ListPrompts, contracts.ListSkills}
+	listMethods = [numLists]string{"tools/list", "resources/list", "resources/templates/list", "prompts/list", methodSkillsList}
+	listFields  = [numLists]string{"tools", "resources", "resourceTemplates", "prompts", "skills"}
 )
 
 // listSet is a set of lists.
@@ -527,6 +536,9 @@ type serverCaps struct {
 	subscribe                                                  bool
 	completions                                                bool
 	logging                                                    bool
+	// skills says the server declares the Skills extension
+	// (contracts.SkillsExtension) with a settings object.
+	skills bool
 	// tasksList, tasksCancel and tasksToolCalls are the legacy tasks
 	// capability's list, cancel and requests.tools.call.
 	tasks, tasksList, tasksCancel, tasksToolCalls bool

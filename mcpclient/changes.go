@@ -37,7 +37,10 @@ func (c *conn) listChanged(method string, admitted bool, now time.Time) {
 	case string(mcp.MethodNotificationToolsListChanged):
 		which = which.with(listTools)
 	case string(mcp.MethodNotificationResourcesListChanged):
-		which = which.with(listResources).with(listTemplates)
+		// Skill files are resources, and the Skills extension defines no
+		// notification of its own: a change of the resources is one of
+		// the skills too.
+		which = which.with(listResources).with(listTemplates).with(listSkills)
 	case string(mcp.MethodNotificationPromptsListChanged):
 		which = which.with(listPrompts)
 	default:
@@ -109,7 +112,7 @@ func catalogEvent(cur *Catalog, lists []string) contracts.CatalogEventData {
 	return contracts.CatalogEventData{
 		Lists: lists, Complete: cur.Complete, Problem: cur.Problem,
 		Counts: contracts.CatalogCounts{Tools: len(cur.Tools), Resources: len(cur.Resources),
-			ResourceTemplates: len(cur.ResourceTemplates), Prompts: len(cur.Prompts)},
+			ResourceTemplates: len(cur.ResourceTemplates), Prompts: len(cur.Prompts), Skills: len(cur.Skills)},
 		ChangedTools: changedTools(cur),
 	}
 }

@@ -51,6 +51,10 @@ func capsOf(sc mcp.ServerCapabilities) serverCaps {
 	if sc.Prompts != nil {
 		c.promptsListChanged = sc.Prompts.ListChanged
 	}
+	if ext, ok := sc.Extensions[contracts.SkillsExtension]; ok {
+		// The extension's value is its settings object ({} for none).
+		_, c.skills = ext.(map[string]any)
+	}
 	if t := sc.Tasks; t != nil {
 		c.tasks, c.tasksList, c.tasksCancel = true, t.List != nil, t.Cancel != nil
 		c.tasksToolCalls = t.Requests != nil && t.Requests.Tools != nil && t.Requests.Tools.Call != nil

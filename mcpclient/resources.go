@@ -39,6 +39,8 @@ type offerIndex struct {
 	ordered   []*uriTemplate
 	// prompts holds the prompts prompts/list gave, by name.
 	prompts map[string]promptDef
+	// skills indexes the entries skills/list gave.
+	skills skillIndex
 }
 
 // promptDef is the part of a prompt definition pikod checks arguments
@@ -85,6 +87,7 @@ func newOfferIndex(c *Catalog) *offerIndex {
 			o.prompts[p.Name] = p
 		}
 	}
+	o.skills = newSkillIndex(c.Skills)
 	return o
 }
 

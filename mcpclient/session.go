@@ -67,6 +67,9 @@ type session struct {
 	// slots bounds the work sent to this server at once (see admit).
 	slots chan struct{}
 
+	// held keeps the entries of the skills loaded through this session.
+	held heldSkills
+
 	// logs keeps the server's log messages across its connections; a
 	// settings change makes a new session, and so a new ring.
 	logs *logRing

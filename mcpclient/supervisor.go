@@ -58,6 +58,9 @@ type Options struct {
 	// not pinned (every granted tool keeps its grant whatever its
 	// definition).
 	Pins Pins
+	// SkillPins keeps what was loaded of each skill; nil means skills show
+	// no pin state.
+	SkillPins SkillPins
 	// Event, when set, receives the events of every session (state
 	// changes, catalog replacements, resource updates, log messages): the
 	// daemon forwards them to the socket's watchers. It is called from the
@@ -461,7 +464,7 @@ func (s *Supervisor) connectedCatalog(ctx context.Context, id string) (*conn, *C
 func catalogResult(id string, cat *Catalog) contracts.CatalogResult {
 	return contracts.CatalogResult{
 		Server: id, Tools: cat.Tools, Resources: cat.Resources, ResourceTemplates: cat.ResourceTemplates,
-		Prompts: cat.Prompts, Complete: cat.Complete, Problem: cat.Problem, Excluded: cat.Excluded,
+		Prompts: cat.Prompts, Skills: cat.Skills, Complete: cat.Complete, Problem: cat.Problem, Excluded: cat.Excluded,
 		DiscoveredAt: cat.DiscoveredAt.Format(time.RFC3339Nano),
 	}
 }

@@ -371,7 +371,7 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
 			contracts.MethodMCPActionsApprove, contracts.MethodMCPActionsResult, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock, contracts.MethodVaultMigrate,
 			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
-			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete,
+			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete, contracts.MethodMCPSkills,
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
 			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout,
 			contracts.MethodMCPSearch, contracts.MethodMCPRequests, contracts.MethodMCPRequestsRead, contracts.MethodMCPRequestsRespond, contracts.MethodMCPRequestsPropose,

@@ -22,6 +22,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newCallCmds()...)
 	mcp.AddCommand(a.newRequestCmds()...)
 	mcp.AddCommand(a.newResourceCmds()...)
+	mcp.AddCommand(a.newSkillCmds()...)
 	mcp.AddCommand(a.newTaskCmds()...)
 	mcp.AddCommand(a.newReceiptsCmds()...)
 	mcp.AddCommand(a.newTrustCmds()...)

@@ -138,15 +138,28 @@ func (b *Bridge) apply(ids []string, cats []*contracts.CatalogResult) {
 	var servers []string
 	uriCount := map[string]int{}
 	promptCount := map[string]int{}
-	for _, cat := range cats {
+	// skillFiles holds, per server, the URIs its skills list: they are
+	// exposed as skill files only (see skills.go).
+	skills := make([][]skillEntry, len(cats))
+	skillFiles := make([]map[string]bool, len(cats))
+	for i, cat := range cats {
 		if cat == nil {
 			continue
+		}
+		skills[i], skillFiles[i] = skillsOf(cat), map[string]bool{}
+		for _, e := range skills[i] {
+			for _, f := range e.skillFiles() {
+				if !skillFiles[i][f.URI] {
+					skillFiles[i][f.URI] = true
+					uriCount[f.URI]++
+				}
+			}
 		}
 		for _, raw := range cat.Resources {
 			var r struct {
 				URI string `json:"uri"`
 			}
-			if json.Unmarshal(raw, &r) == nil {
+			if json.Unmarshal(raw, &r) == nil && !skillFiles[i][r.URI] {
 				uriCount[r.URI]++
 			}
 		}
@@ -186,7 +199,7 @@ func (b *Bridge) apply(ids []string, cats []*contracts.CatalogResult) {
 		}
 		for _, raw := range cat.Resources {
 			var r mcp.Resource
-			if json.Unmarshal(raw, &r) != nil || r.URI == "" {
+			if json.Unmarshal(raw, &r) != nil || r.URI == "" || skillFiles[i][r.URI] {
 				continue
 			}
 			orig := r.URI
@@ -195,6 +208,7 @@ func (b *Bridge) apply(ids []string, cats []*contracts.CatalogResult) {
 			}
 			resources = append(resources, server.ServerResource{Resource: r, Handler: b.readResource(id, orig)})
 		}
+		resources = append(resources, b.skillResources(id, skills[i], uriCount)...)
 		for _, raw := range cat.ResourceTemplates {
 			var t mcp.ResourceTemplate
 			if json.Unmarshal(raw, &t) != nil || t.URITemplate == nil {

@@ -13,8 +13,8 @@ import (
 
 // The catalog pane lists what the connected servers offer: their tools
 // (with grants, searchable, callable), then their resources, resource
-// templates and prompts, as extensions.mcp.catalog returns them. t narrows
-// the list to one kind.
+// templates, prompts and skills, as extensions.mcp.catalog returns them. t
+// narrows the list to one kind.
 
 // Kinds of catalog rows, in list order.
 const (
@@ -22,10 +22,11 @@ const (
 	kindResource = "resource"
 	kindTemplate = "template"
 	kindPrompt   = "prompt"
+	kindSkill    = "skill"
 )
 
 // catKinds is the order t cycles through ("" is every kind).
-var catKinds = []string{"", kindTool, kindResource, kindTemplate, kindPrompt}
+var catKinds = []string{"", kindTool, kindResource, kindTemplate, kindPrompt, kindSkill}
 
 // catRow is one line of the catalog pane.
 type catRow struct {
@@ -54,6 +55,13 @@ type catItem struct {
 		Description string `json:"description"`
 		Required    bool   `json:"required"`
 	} `json:"arguments"`
+	// Frontmatter and Resources are a skill entry's (its name and
+	// description are the frontmatter's).
+	Frontmatter struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+	} `json:"frontmatter"`
+	Resources json.RawMessage `json:"resources"`
 }
 
 // rows is the catalog pane's list: with a search, the ranked tool hits
@@ -74,7 +82,7 @@ func (m *model) rows() []catRow {
 	if strings.TrimSpace(m.search.Value()) != "" {
 		return out
 	}
-	for _, kind := range []string{kindResource, kindTemplate, kindPrompt} {
+	for _, kind := range []string{kindResource, kindTemplate, kindPrompt, kindSkill} {
 		if m.catKind != "" && m.catKind != kind {
 			continue
 		}
@@ -86,10 +94,15 @@ func (m *model) rows() []catRow {
 				list = c.ResourceTemplates
 			case kindPrompt:
 				list = c.Prompts
+			case kindSkill:
+				list = c.Skills
 			}
 			for _, raw := range list {
 				r := catRow{kind: kind, server: id, raw: raw}
 				_ = json.Unmarshal(raw, &r.item) // what does not decode is shown raw
+				if kind == kindSkill {
+					r.item.Name, r.item.Description = r.item.Frontmatter.Name, r.item.Frontmatter.Description
+				}
 				out = append(out, r)
 			}
 		}
@@ -111,19 +124,20 @@ func (m *model) catalogServers() []string {
 
 // catCounts says how many of each kind the shown servers offer.
 func (m *model) catCounts() (tools int, others string) {
-	var res, tpl, pr int
+	var res, tpl, pr, sk int
 	for _, id := range m.catalogServers() {
 		c := m.catalogs[id]
 		tools += len(c.Tools)
 		res += len(c.Resources)
 		tpl += len(c.ResourceTemplates)
 		pr += len(c.Prompts)
+		sk += len(c.Skills)
 	}
 	var parts []string
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{res, "resource"}, {tpl, "template"}, {pr, "prompt"}} {
+	}{{res, "resource"}, {tpl, "template"}, {pr, "prompt"}, {sk, "skill"}} {
 		if p.n == 1 {
 			parts = append(parts, "1 "+p.what)
 		} else if p.n > 1 {
@@ -223,6 +237,14 @@ func (m *model) itemText(r catRow) string {
 		fmt.Fprintf(&b, "complete its arguments with: pikoctl mcp complete %s --template %s ARG PREFIX\n", safe(r.server), safe(it.URITemplate))
 	case kindPrompt:
 		fmt.Fprintf(&b, "get it with: pikoctl mcp prompt %s %s --arg NAME=VALUE\n", safe(r.server), safe(it.Name))
+	case kindSkill:
+		var files []json.RawMessage
+		if json.Unmarshal(it.Resources, &files) == nil {
+			fmt.Fprintf(&b, "%d files (none is read until the skill is loaded)\n", len(files))
+		} else {
+			b.WriteString("its files are \"dynamic\": pikod cannot verify them, and does not load it\n")
+		}
+		fmt.Fprintf(&b, "load it (verified) with: pikoctl mcp skill %s %s\n", safe(r.server), safe(it.URI))
 	}
 	fmt.Fprintf(&b, "\nas the server listed it:\n%s\n", indentJSON(r.raw))
 	return b.String()
