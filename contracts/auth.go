@@ -53,6 +53,11 @@ type AuthResult struct {
 	Grant            *OAuthGrantInfo `json:"grant,omitempty"`
 	State            string          `json:"state,omitempty"`
 	Discovery        *AuthDiscovery  `json:"discovery,omitempty"`
+	// PreviousIssuer is set on a pending result that continues a sign-in
+	// at another authorization server: the server refused the grant of
+	// PreviousIssuer (where the sign-in began) and now names Issuer. Open
+	// the new AuthorizationURL and wait for the new FlowID.
+	PreviousIssuer string `json:"previousIssuer,omitempty"`
 }
 
 // OAuthGrantInfo describes a committed grant, never its tokens. ExpiresAt

@@ -216,7 +216,7 @@ func (c *Client) Discover(ctx context.Context, o DiscoverOptions) (*Discovery, e
 	if o.Issuer != "" {
 		as = ""
 		for _, cand := range prm.AuthorizationServers {
-			if sameIssuer(cand, o.Issuer) {
+			if SameIssuer(cand, o.Issuer) {
 				as = cand
 				break
 			}
@@ -316,7 +316,7 @@ func checkMetadata(md *ServerMetadata, from, expected string) error {
 	if md.Issuer == "" {
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_document", "the metadata at %s has no issuer", safeURL(from))
 	}
-	if expected != "" && !sameIssuer(md.Issuer, expected) {
+	if expected != "" && !SameIssuer(md.Issuer, expected) {
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "issuer_mismatch",
 			"the metadata at %s names issuer %s, not %s: pikod does not use it", safeURL(from), safeURL(md.Issuer), safeURL(expected))
 	}
@@ -477,10 +477,10 @@ func CanonicalResource(raw string) string {
 	return s
 }
 
-// sameIssuer compares issuer identifiers exactly, except that one trailing
+// SameIssuer compares issuer identifiers exactly, except that one trailing
 // slash is ignored (a common spelling difference between a resource's
 // metadata and the issuer's own).
-func sameIssuer(a, b string) bool {
+func SameIssuer(a, b string) bool {
 	return a == b || strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
 }
 
