@@ -47,6 +47,9 @@ type authFlow struct {
 	disc   *oauth.Discovery
 	client oauth.ClientAuth
 	source string
+	// dpop is the key the code is exchanged with and the grant bound to
+	// (RFC 9449), nil for Bearer tokens.
+	dpop *StoredDPoPKey
 	// from is the flow this one continues at another authorization
 	// server (see restartAt), or nil.
 	from *authFlow
@@ -114,8 +117,12 @@ func (st *stagedGrant) commit() error {
 		st.flow.committed = true
 	}
 	a.challenge, a.futile, a.refused = nil, false, ""
-	a.sup.log.Info().Str("server", a.id).Str("grant_type", st.grant.GrantType).Str("issuer", st.grant.Issuer).
-		Str("scope", st.grant.Scope).Bool("refreshable", st.grant.renewable()).Msg("oauth grant committed")
+	ev := a.sup.log.Info().Str("server", a.id).Str("grant_type", st.grant.GrantType).Str("issuer", st.grant.Issuer).
+		Str("scope", st.grant.Scope).Bool("refreshable", st.grant.renewable()).Str("token_type", st.grant.tokenType())
+	if k := st.grant.jkt(); k != "" {
+		ev = ev.Str("dpop_jkt", k)
+	}
+	ev.Msg("oauth grant committed")
 	return nil
 }
 
@@ -224,7 +231,11 @@ func (s *Supervisor) acquireWithoutBrowser(ctx context.Context, e *oauthEnv, ch 
 		return nil, s.oauthError(e.cfg.ID, "discovering the authorization server", err)
 	}
 	scope := selectScope(e.cfg, d, ch, "", false)
-	g, err := s.grantWithoutBrowser(ctx, e, d, scope, nil)
+	key, err := s.grantKey(e, d)
+	if err != nil {
+		return nil, s.oauthError(e.cfg.ID, "signing in", err)
+	}
+	g, err := s.grantWithoutBrowser(ctx, e, d, scope, nil, key)
 	if err != nil {
 		return nil, s.oauthError(e.cfg.ID, "signing in", err)
 	}
@@ -267,10 +278,10 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 }
 
 // beginFlow starts the browser flow at the authorization server d found:
-// checks its endpoints, chooses the scope and the client, listens for the
-// callback and makes the flow the server's pending one, replacing any
-// other; from is the flow this one continues at another authorization
-// server, or nil.
+// checks its endpoints, chooses the scope, the client and (oauth.dpop)
+// the DPoP key, listens for the callback and makes the flow the server's
+// pending one, replacing any other; from is the flow this one continues
+// at another authorization server, or nil.
 func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, d *oauth.Discovery, ch *oauth.Challenge, stepUp bool,
 	from *authFlow) (contracts.AuthResult, error) {
 	cfg := &sess.cfg
@@ -293,6 +304,11 @@ func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, 
 		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_authorization_endpoint",
 			"the authorization endpoint of %q is plain http on another host than the server; pikod shows only https links (http only on the server's own host with allowPrivateNetwork)", cfg.ID)
 	}
+	key, err := s.grantKey(e, d)
+	if err != nil {
+		return contracts.AuthResult{}, s.oauthError(cfg.ID, "signing in", err)
+	}
+
 	a.mu.Lock()
 	prior := ""
 	if g, _ := a.grantLocked(cfg); g != nil {
@@ -320,7 +336,7 @@ func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, 
 		return contracts.AuthResult{}, err
 	}
 	req := oauth.AuthorizationRequest{Endpoint: md.AuthorizationEndpoint, ClientID: client.ClientID, RedirectURI: cb.RedirectURI(),
-		Scope: scope, Resource: d.Resource, State: state, Verifier: verifier}
+		Scope: scope, Resource: d.Resource, State: state, Verifier: verifier, DPoPJKT: key.thumbprint()}
 	link, err := req.URL()
 	if err != nil {
 		return contracts.AuthResult{}, err
@@ -329,7 +345,7 @@ func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, 
 	_, _ = rand.Read(idb)
 	life, cancel := context.WithCancel(s.ctx)
 	f := &authFlow{id: "flow-" + hex.EncodeToString(idb), a: a, sess: sess, env: e, expires: time.Now().Add(s.opts.FlowLifetime),
-		life: life, cancel: cancel, cb: cb, req: req, url: link, disc: d, client: client, source: source, from: from,
+		life: life, cancel: cancel, cb: cb, req: req, url: link, disc: d, client: client, source: source, dpop: key, from: from,
 		done: make(chan struct{})}
 	f.started = contracts.AuthResult{Server: cfg.ID, Status: contracts.AuthPending, GrantType: contracts.GrantAuthorizationCode, FlowID: f.id,
 		AuthorizationURL: link, RedirectURI: cb.RedirectURI(), ExpiresAt: f.expires.UTC().Format(time.RFC3339),
@@ -362,6 +378,9 @@ func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, 
 	}()
 	ev := s.log.Info().Str("server", cfg.ID).Str("flow", f.id).Str("issuer", md.Issuer).Str("scope", scope).Str("client", source).
 		Bool("step_up", stepUp)
+	if key != nil {
+		ev = ev.Str("dpop_jkt", key.Thumbprint)
+	}
 	if from != nil {
 		ev = ev.Str("previous_issuer", from.disc.Metadata.Issuer).Str("continues", from.id)
 	}
@@ -508,7 +527,12 @@ func (s *Supervisor) runFlow(f *authFlow) {
 	if f.disc.Resource != "" {
 		form.Set("resource", f.disc.Resource)
 	}
-	resp, err := f.env.client.Token(ctx, md.TokenEndpoint, form, f.client, true)
+	dp, err := f.a.dpopFor(f.dpop, md.Issuer)
+	if err != nil {
+		s.finishFlow(f, nil, err)
+		return
+	}
+	resp, err := f.env.client.Token(ctx, md.TokenEndpoint, form, f.client, tokenOptions(dp))
 	if err != nil {
 		if f.life.Err() != nil {
 			err = f.endedError()
@@ -516,7 +540,7 @@ func (s *Supervisor) runFlow(f *authFlow) {
 		s.finishFlow(f, nil, s.oauthError(f.a.id, "exchanging the authorization code", err))
 		return
 	}
-	g := newGrant(&f.sess.cfg, contracts.GrantAuthorizationCode, f.disc, f.client, f.source, f.req.Scope, resp)
+	g := newGrant(&f.sess.cfg, contracts.GrantAuthorizationCode, f.disc, f.client, f.source, f.req.Scope, resp, f.dpop)
 	st := f.a.stage(g, f)
 	if _, err := f.sess.connectStaged(ctx, st); err != nil {
 		if f.life.Err() != nil && !st.committed.Load() {

@@ -180,6 +180,9 @@ func writeGrant(w io.Writer, indent string, g *contracts.OAuthGrantInfo) {
 		refresh = "renewed by pikod when it expires"
 	}
 	fmt.Fprintf(w, "%sexpires:    %s (%s)\n", indent, exp, refresh)
+	if g.DPoPKey != "" {
+		fmt.Fprintf(w, "%stoken:      DPoP-bound to key %s (RFC 9449)\n", indent, clean(g.DPoPKey))
+	}
 }
 
 func writeDiscovery(w *errWriter, r *contracts.AuthResult) {
@@ -210,6 +213,8 @@ func writeDiscovery(w *errWriter, r *contracts.AuthResult) {
 		{"pkce methods", strings.Join(d.CodeChallengeMethods, ", ")},
 		{"client auth methods", strings.Join(d.TokenEndpointAuthMethods, ", ")},
 		{"signing algorithms", strings.Join(d.TokenEndpointSigningAlgs, ", ")},
+		{"dpop algorithms", strings.Join(d.DPoPSigningAlgs, ", ")},
+		{"resource dpop algs", strings.Join(d.ResourceDPoPAlgs, ", ")},
 	} {
 		if l.v != "" {
 			fmt.Fprintf(w, "%-23s %s\n", l.k+":", clean(l.v))
@@ -217,6 +222,9 @@ func writeDiscovery(w *errWriter, r *contracts.AuthResult) {
 	}
 	fmt.Fprintf(w, "client id documents:    %s\n", yesNo(d.ClientIDMetadataDocuments))
 	fmt.Fprintf(w, "dynamic registration:   %s\n", yesNo(d.DynamicRegistrationPossible))
+	if d.DPoPRequired {
+		fmt.Fprintf(w, "dpop required:          yes (the resource takes DPoP-bound tokens only)\n")
+	}
 }
 
 // readPasted reads the address the browser was sent to: one line from

@@ -21,6 +21,11 @@ type ResourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
+	// DPoPSigningAlgValuesSupported and DPoPBoundAccessTokensRequired
+	// (RFC 9728 section 2) say which DPoP proofs the resource accepts and
+	// whether it takes DPoP-bound tokens only.
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported"`
+	DPoPBoundAccessTokensRequired bool     `json:"dpop_bound_access_tokens_required"`
 }
 
 // ServerMetadata is an authorization server metadata document (RFC 8414,
@@ -38,6 +43,9 @@ type ServerMetadata struct {
 	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+	// DPoPSigningAlgValuesSupported (RFC 9449 section 5.1) lists the
+	// proof algorithms of a server that issues DPoP-bound tokens.
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // SupportsS256 reports whether the metadata lists PKCE S256.
@@ -81,11 +89,13 @@ func (d *Discovery) Report() *contracts.AuthDiscovery {
 		ScopesSupported: m.ScopesSupported, GrantTypes: m.GrantTypesSupported, CodeChallengeMethods: m.CodeChallengeMethodsSupported,
 		TokenEndpointAuthMethods: m.TokenEndpointAuthMethodsSupported, TokenEndpointSigningAlgs: m.TokenEndpointAuthSigningAlgValuesSupported,
 		ClientIDMetadataDocuments: m.ClientIDMetadataDocumentSupported, IssParameterSupported: m.AuthorizationResponseIssParameterSupported,
-		DynamicRegistrationPossible: m.RegistrationEndpoint != "",
+		DynamicRegistrationPossible: m.RegistrationEndpoint != "", DPoPSigningAlgs: m.DPoPSigningAlgValuesSupported,
 	}
 	if d.Protected != nil {
 		r.AuthorizationServers = d.Protected.AuthorizationServers
 		r.ResourceScopes = d.Protected.ScopesSupported
+		r.ResourceDPoPAlgs = d.Protected.DPoPSigningAlgValuesSupported
+		r.DPoPRequired = d.Protected.DPoPBoundAccessTokensRequired
 	}
 	return r
 }
