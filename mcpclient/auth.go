@@ -125,6 +125,13 @@ type StoredDPoPKey struct {
 	Thumbprint string `json:"jkt"`
 }
 
+// String names the key by its thumbprint: a key formatted by mistake
+// shows nothing secret.
+func (k StoredDPoPKey) String() string { return "DPoP key " + k.Thumbprint }
+
+// GoString keeps %#v from printing the private key.
+func (k StoredDPoPKey) GoString() string { return k.String() }
+
 // newStoredDPoPKey makes a fresh key pair for alg.
 func newStoredDPoPKey(alg string) (*StoredDPoPKey, error) {
 	k, err := oauth.NewDPoPKey(alg)

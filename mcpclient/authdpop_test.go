@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -203,6 +204,13 @@ func TestDPoPRecordValues(t *testing.T) {
 	}
 	if g := rec.Grant.info(); g.TokenType != "DPoP" || g.DPoPKey != key.Thumbprint {
 		t.Errorf("info() = %+v", g)
+	}
+	for _, shown := range []string{fmt.Sprintf("%v %+v %#v %s", key, key, key, key), fmt.Sprintf("%v %+v", *key, rec.Grant)} {
+		for _, v := range vals[1:] {
+			if strings.Contains(shown, v) {
+				t.Errorf("formatting the key or its grant shows the private key: %s", shown)
+			}
+		}
 	}
 }
 
