@@ -556,8 +556,14 @@ func (s *Supervisor) runFlow(f *authFlow) {
 			}
 		}
 		if !st.committed.Load() {
-			err = contracts.WithHint(fmt.Errorf("the new grant of %q was not stored: %w", f.a.id, err),
-				"the previous grant (if any) is kept; 'pikoctl mcp status "+f.a.id+"' shows why the connection failed")
+			hint := "the previous grant (if any) is kept; 'pikoctl mcp status " + f.a.id + "' shows why the connection failed"
+			if f.dpop != nil && needsToken(err) {
+				// The authorization server offered DPoP; the server may not
+				// take DPoP-bound tokens.
+				hint += "; if the server does not take DPoP-bound tokens (DPoP key " + f.dpop.Thumbprint +
+					"), set oauth.dpop to false and sign in again"
+			}
+			err = contracts.WithHint(fmt.Errorf("the new grant of %q was not stored: %w", f.a.id, err), hint)
 		}
 		s.finishFlow(f, nil, err)
 		return

@@ -757,6 +757,30 @@ func TestDPoPModes(t *testing.T) {
 			t.Errorf("the refusal says %q", ce.Message)
 		}
 	})
+	t.Run("rs-bearer-only", func(t *testing.T) {
+		// The authorization server offers DPoP; the MCP server takes
+		// Bearer tokens only: auto's grant is refused when proven, and
+		// oauth.dpop false signs in.
+		as := newTestAS(t)
+		as.with(func(as *testAS) { as.dpopAlgs = []string{"ES256"} })
+		o := newOAuthSetupWith(t, as, "--protocol", "legacy")
+		o.configure(t, "legacy", "")
+		res := o.start(t)
+		loc := authorizeInBrowser(t, res.AuthorizationURL)
+		if status, body := getCallback(t, loc, ""); status != 200 {
+			t.Fatalf("the callback answered %d %q", status, body)
+		}
+		stdout, stderr, code := o.wait(t)
+		if code == 0 || !strings.Contains(stdout+stderr, "set oauth.dpop to false") {
+			t.Errorf("a DPoP grant the server refuses: exit %d\n%s%s", code, stdout, stderr)
+		}
+		o.configure(t, "legacy", `{"dpop": false}`)
+		o.signIn(t)
+		o.mustEcho(t, "bearer after all")
+		if st := o.status(t); st.OAuth == nil || st.OAuth.Info == nil || st.OAuth.Info.TokenType != "Bearer" {
+			t.Errorf("status oauth %+v, want a Bearer grant", st.OAuth)
+		}
+	})
 	t.Run("bearer-answer", func(t *testing.T) {
 		o, _ := dpopSetup(t, "--protocol", "legacy")
 		o.as.with(func(as *testAS) { as.dpopBearer = true })
