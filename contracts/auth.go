@@ -53,6 +53,11 @@ type AuthResult struct {
 	Grant            *OAuthGrantInfo `json:"grant,omitempty"`
 	State            string          `json:"state,omitempty"`
 	Discovery        *AuthDiscovery  `json:"discovery,omitempty"`
+	// PreviousIssuer is set on a pending result that continues a sign-in
+	// at another authorization server: the server refused the grant of
+	// PreviousIssuer (where the sign-in began) and now names Issuer. Open
+	// the new AuthorizationURL and wait for the new FlowID.
+	PreviousIssuer string `json:"previousIssuer,omitempty"`
 }
 
 // OAuthGrantInfo describes a committed grant, never its tokens. ExpiresAt
@@ -67,6 +72,12 @@ type OAuthGrantInfo struct {
 	Refreshable  bool   `json:"refreshable"`
 	ClientID     string `json:"clientId,omitempty"`
 	Registration string `json:"registration,omitempty"`
+	// TokenType is "DPoP" when the tokens are bound to a key pikod holds
+	// (RFC 9449), else "Bearer".
+	TokenType string `json:"tokenType,omitempty"`
+	// DPoPKey is the RFC 7638 thumbprint of that key's public half (the
+	// private half never leaves the vault and pikod's memory).
+	DPoPKey string `json:"dpopJkt,omitempty"`
 }
 
 // Fallbacks discovery can take for servers of the 2025-03-26 revision,
@@ -101,6 +112,16 @@ type AuthDiscovery struct {
 	ClientIDMetadataDocuments   bool     `json:"clientIdMetadataDocumentSupported,omitempty"`
 	IssParameterSupported       bool     `json:"authorizationResponseIssParameterSupported,omitempty"`
 	DynamicRegistrationPossible bool     `json:"dynamicRegistration"`
+	// DPoPSigningAlgs is the authorization server's
+	// dpop_signing_alg_values_supported: set when it issues DPoP-bound
+	// tokens (RFC 9449).
+	DPoPSigningAlgs []string `json:"dpopSigningAlgValuesSupported,omitempty"`
+	// ResourceDPoPAlgs is the protected resource's
+	// dpop_signing_alg_values_supported (RFC 9728).
+	ResourceDPoPAlgs []string `json:"resourceDpopSigningAlgValuesSupported,omitempty"`
+	// DPoPRequired is the protected resource's
+	// dpop_bound_access_tokens_required: it takes DPoP-bound tokens only.
+	DPoPRequired bool `json:"dpopBoundAccessTokensRequired,omitempty"`
 }
 
 // AuthCancelResult is the result of extensions.mcp.auth.cancel (params

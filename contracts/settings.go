@@ -233,6 +233,61 @@ type OAuthSettings struct {
 	// from on each use, for platforms that rotate it (jwt_bearer only;
 	// without it the assertion stored as oauthAssertion is used).
 	AssertionFile string `json:"assertionFile,omitempty"`
+	// DPoP binds the grant's tokens to a key pair pikod makes and keeps in
+	// the vault (RFC 9449): true, false or "auto". Default auto: DPoP when
+	// the authorization server's metadata lists
+	// dpop_signing_alg_values_supported, else Bearer tokens; true refuses
+	// an authorization server that does not list it; false never uses DPoP
+	// (and refuses a server that takes DPoP-bound tokens only).
+	DPoP DPoPMode `json:"dpop,omitempty"`
+}
+
+// DPoPMode is OAuthSettings.DPoP: DPoPAuto (or empty), DPoPOn or DPoPOff.
+// In JSON it is the boolean true or false, or the string "auto".
+type DPoPMode string
+
+// Values of DPoPMode.
+const (
+	DPoPAuto DPoPMode = "auto"
+	DPoPOn   DPoPMode = "true"
+	DPoPOff  DPoPMode = "false"
+)
+
+// Effective returns the mode with its default.
+func (m DPoPMode) Effective() DPoPMode {
+	if m == "" {
+		return DPoPAuto
+	}
+	return m
+}
+
+// MarshalJSON writes true, false or "auto", the forms ParseMCPSettings
+// reads back.
+func (m DPoPMode) MarshalJSON() ([]byte, error) {
+	switch m {
+	case DPoPOn:
+		return []byte("true"), nil
+	case DPoPOff:
+		return []byte("false"), nil
+	}
+	return json.Marshal(string(m))
+}
+
+// UnmarshalJSON reads true, false or "auto". ParseMCPSettings does not use
+// it: it reports problems with their paths instead.
+func (m *DPoPMode) UnmarshalJSON(data []byte) error {
+	switch s := string(bytes.TrimSpace(data)); s {
+	case "true":
+		*m = DPoPOn
+	case "false":
+		*m = DPoPOff
+	case `"auto"`:
+		*m = DPoPAuto
+	case "null":
+	default:
+		return fmt.Errorf("%w: oauth.dpop must be true, false or \"auto\"", ErrInvalidArgument)
+	}
+	return nil
 }
 
 // EffectiveGrantType returns GrantType with its default.

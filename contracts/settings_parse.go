@@ -702,7 +702,7 @@ func (w *walker) retention(v *jsonValue) *RetentionSettings {
 }
 
 var oauthKeys = []string{"clientId", "issuer", "grantType", "callbackPort", "scope", "clientMetadataUrl",
-	"tokenEndpointAuthMethod", "idpTokenEndpoint", "idpClientId", "assertionFile"}
+	"tokenEndpointAuthMethod", "idpTokenEndpoint", "idpClientId", "assertionFile", "dpop"}
 
 func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 	if v.kind != kindObject {
@@ -732,11 +732,33 @@ func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 			o.IdPClientID = w.str(f, v)
 		case "assertionFile":
 			o.AssertionFile = w.str(f, v)
+		case "dpop":
+			o.DPoP = w.dpop(f, v)
 		default:
 			w.unknownOf(key, f, oauthKeys)
 		}
 	})
 	return o
+}
+
+// dpop reads true, false or "auto".
+func (w *walker) dpop(field string, v *jsonValue) DPoPMode {
+	switch {
+	case v.kind == kindBool && v.boolean:
+		return DPoPOn
+	case v.kind == kindBool:
+		return DPoPOff
+	case v.kind == kindString && v.str == string(DPoPAuto):
+		return DPoPAuto
+	case v.kind == kindString && (v.str == "true" || v.str == "false"):
+		w.add(field, "must be the boolean %s, not the string %q", v.str, v.str)
+		return ""
+	case v.kind == kindString:
+		w.add(field, `must be true, false or "auto", not %q`, SafeText(v.str, OneLine, 40))
+		return ""
+	}
+	w.typeErr(field, v, `true, false or "auto"`)
+	return ""
 }
 
 func (w *walker) roots(field string, v *jsonValue) []Root {

@@ -27,7 +27,7 @@ const baseSettings = `{"servers": [
    "headers": {"X-Tenant": "acme"},
    "oauth": {"clientId": "pikod-client", "issuer": "https://auth.example.com",
      "grantType": "authorization_code", "callbackPort": 8765, "scope": "read write",
-     "clientMetadataUrl": "https://pikod.example.com/client.json"},
+     "clientMetadataUrl": "https://pikod.example.com/client.json", "dpop": true},
    "protocol": {"pin": "2026-07-28"}}
 ]}`
 
@@ -310,6 +310,9 @@ func TestParseProblems(t *testing.T) {
 		{name: "oauth scope control", edit: func(m tree) { oauth(m)["scope"] = "read\twrite" }, server: "remote", field: "oauth.scope"},
 		{name: "oauth scope quote", edit: func(m tree) { oauth(m)["scope"] = `read "write"` }, server: "remote", field: "oauth.scope"},
 		{name: "oauth not object", edit: func(m tree) { remote(m)["oauth"] = true }, server: "remote", field: "oauth"},
+		{name: "oauth dpop word", edit: func(m tree) { oauth(m)["dpop"] = "always" }, server: "remote", field: "oauth.dpop", msg: `true, false or "auto"`},
+		{name: "oauth dpop quoted boolean", edit: func(m tree) { oauth(m)["dpop"] = "false" }, server: "remote", field: "oauth.dpop", msg: "boolean false"},
+		{name: "oauth dpop number", edit: func(m tree) { oauth(m)["dpop"] = 1 }, server: "remote", field: "oauth.dpop", msg: `true, false or "auto"`},
 
 		// credentials
 		{name: "url userinfo", edit: func(m tree) { remote(m)["url"] = "https://user:pw@mcp.example.com/mcp" }, server: "remote", field: "url", msg: remoteHint},
@@ -542,6 +545,8 @@ func validConfigs() map[string]string {
 		"cross app access": `{"servers": [{"id": "xaa", "transport": "http", "url": "http://localhost:9000/mcp", "allowPrivateNetwork": true, "oauth": {"clientId": "c", "issuer": "http://localhost:9001", "grantType": "cross_app_access", "idpTokenEndpoint": "http://localhost:9002/token", "idpClientId": "idp-c", "tokenEndpointAuthMethod": "client_secret_basic"}}]}`,
 		"private key jwt":  `{"servers": [{"id": "cc", "transport": "http", "url": "https://mcp.example.com/mcp", "oauth": {"clientId": "c", "issuer": "https://auth.example.com", "grantType": "client_credentials", "tokenEndpointAuthMethod": "private_key_jwt"}}]}`,
 		"empty oauth":      `{"servers": [{"id": "o", "transport": "http", "url": "https://x.example/mcp", "oauth": {}}]}`,
+		"dpop auto":        `{"servers": [{"id": "o", "transport": "http", "url": "https://x.example/mcp", "oauth": {"dpop": "auto"}}]}`,
+		"dpop off":         `{"servers": [{"id": "o", "transport": "sse", "url": "https://x.example/sse", "oauth": {"dpop": false}}]}`,
 		"ordinary args": `{"servers": [{"id": "fs", "transport": "stdio", "command": "npx",
 		  "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/Projects/ClientWebsite2024", "--token-file", "/run/secrets/t", "--no-auth", "--id", "123e4567-e89b-12d3-a456-426614174000"],
 		  "env": {"NODE_ENV": "production", "SSH_AUTH_SOCK": "/run/user/1000/ssh", "PUBLIC_KEY_PATH": "/etc/k.pub", "LANG": "en_US.UTF-8"}}]}`,
@@ -604,6 +609,34 @@ func TestParseValues(t *testing.T) {
 	}
 	if p := s.Servers[0].Protocol; p == nil || p.Pin != "2025-06-18" || p.Mode != "" {
 		t.Errorf("bare version parsed as %+v, want a pin", p)
+	}
+}
+
+// TestDPoPModeJSON: oauth.dpop is the boolean true or false, or "auto",
+// both through ParseMCPSettings and encoding/json.
+func TestDPoPModeJSON(t *testing.T) {
+	for _, c := range []struct {
+		json string
+		mode DPoPMode
+	}{{"true", DPoPOn}, {"false", DPoPOff}, {`"auto"`, DPoPAuto}} {
+		s, err := ParseMCPSettings([]byte(`{"servers": [{"id": "o", "transport": "http", "url": "https://x.example/mcp", "oauth": {"dpop": ` + c.json + `}}]}`))
+		if err != nil || s.Servers[0].OAuth.DPoP != c.mode {
+			t.Errorf("ParseMCPSettings(dpop %s) = %v, %v; want %q", c.json, s, err, c.mode)
+		}
+		var m DPoPMode
+		if err := json.Unmarshal([]byte(c.json), &m); err != nil || m != c.mode {
+			t.Errorf("json.Unmarshal(%s) = %q, %v", c.json, m, err)
+		}
+		if b, err := json.Marshal(c.mode); err != nil || string(b) != c.json {
+			t.Errorf("json.Marshal(%q) = %s, %v; want %s", c.mode, b, err, c.json)
+		}
+	}
+	var m DPoPMode
+	if err := json.Unmarshal([]byte(`"true"`), &m); err == nil {
+		t.Error(`json.Unmarshal("true") took a string for the boolean`)
+	}
+	if (DPoPMode("")).Effective() != DPoPAuto {
+		t.Error("the default of oauth.dpop is not auto")
 	}
 }
 

@@ -498,6 +498,11 @@ func (c *checker) oauth(s *ServerSettings) {
 			c.add("oauth.idpClientId", "is used only with grantType %s", GrantCrossAppAccess)
 		}
 	}
+	switch o.DPoP {
+	case "", DPoPAuto, DPoPOn, DPoPOff:
+	default:
+		c.add("oauth.dpop", `must be true, false or "auto"`)
+	}
 	switch {
 	case o.AssertionFile != "" && grant != GrantJWTBearer:
 		c.add("oauth.assertionFile", "is used only with grantType %s", GrantJWTBearer)

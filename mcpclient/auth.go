@@ -39,6 +39,9 @@ func (r *OAuthRecord) Values() []string {
 				out = append(out, v)
 			}
 		}
+		if k := g.DPoP; k != nil {
+			out = append(out, oauth.DPoPSecretValues(k.Alg, k.PrivateKey)...)
+		}
 	}
 	return out
 }
@@ -54,6 +57,10 @@ func (r *OAuthRecord) clone() *OAuthRecord {
 	}
 	if r.Grant != nil {
 		g := *r.Grant
+		if g.DPoP != nil {
+			k := *g.DPoP
+			g.DPoP = &k
+		}
 		out.Grant = &g
 	}
 	return out
@@ -100,6 +107,80 @@ type StoredGrant struct {
 	RequestedScope string    `json:"requestedScope,omitempty"`
 	ExpiresAt      time.Time `json:"expiresAt,omitzero"`
 	ObtainedAt     time.Time `json:"obtainedAt"`
+	// DPoP is the key the grant's tokens are bound to (RFC 9449); nil for
+	// Bearer tokens. It lives and dies with the grant.
+	DPoP *StoredDPoPKey `json:"dpop,omitempty"`
+}
+
+// StoredDPoPKey is a grant's proof-of-possession key pair. The private
+// half is kept here, in the vault, and in pikod's memory only: it is in
+// the redaction set, and logs, errors and status name the key by its
+// thumbprint.
+type StoredDPoPKey struct {
+	Alg string `json:"alg"`
+	// PrivateKey is the PKCS#8 DER key, base64url (oauth.DPoPKey's
+	// EncodePrivate).
+	PrivateKey string `json:"privateKey"`
+	// Thumbprint is the RFC 7638 thumbprint of the public half.
+	Thumbprint string `json:"jkt"`
+}
+
+// String names the key by its thumbprint: a key formatted by mistake
+// shows nothing secret.
+func (k StoredDPoPKey) String() string { return "DPoP key " + k.Thumbprint }
+
+// GoString keeps %#v from printing the private key.
+func (k StoredDPoPKey) GoString() string { return k.String() }
+
+// newStoredDPoPKey makes a fresh key pair for alg.
+func newStoredDPoPKey(alg string) (*StoredDPoPKey, error) {
+	k, err := oauth.NewDPoPKey(alg)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := k.EncodePrivate()
+	if err != nil {
+		return nil, err
+	}
+	return &StoredDPoPKey{Alg: alg, PrivateKey: enc, Thumbprint: k.Thumbprint()}, nil
+}
+
+// key reads the stored key; one whose thumbprint is not the stored one is
+// refused (the grant's tokens are bound to that thumbprint).
+func (k *StoredDPoPKey) key() (*oauth.DPoPKey, error) {
+	dk, err := oauth.ParseDPoPKey(k.Alg, k.PrivateKey)
+	if err != nil {
+		return nil, contracts.WithHint(err, "sign in again to make a new key")
+	}
+	if dk.Thumbprint() != k.Thumbprint {
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key",
+			"the stored DPoP key is not the key %s the grant is bound to", k.Thumbprint), "sign in again to make a new key")
+	}
+	return dk, nil
+}
+
+// tokenType is the grant's token type.
+func (g *StoredGrant) tokenType() string {
+	if g.DPoP != nil {
+		return oauth.TokenTypeDPoP
+	}
+	return oauth.TokenTypeBearer
+}
+
+// thumbprint is the key's thumbprint; "" for no key.
+func (k *StoredDPoPKey) thumbprint() string {
+	if k == nil {
+		return ""
+	}
+	return k.Thumbprint
+}
+
+// jkt is the thumbprint of the grant's DPoP key, or "".
+func (g *StoredGrant) jkt() string {
+	if g.DPoP == nil {
+		return ""
+	}
+	return g.DPoP.Thumbprint
 }
 
 // expiryMargin is how long before its expiry a token counts as expired:
@@ -134,7 +215,7 @@ func (g *StoredGrant) scopeSet() []string {
 func (g *StoredGrant) info() *contracts.OAuthGrantInfo {
 	in := &contracts.OAuthGrantInfo{GrantType: g.GrantType, Issuer: g.Issuer, Resource: g.Resource, Scope: g.Scope,
 		Refreshable: g.renewable(), ClientID: g.ClientID, Registration: g.Registration,
-		ObtainedAt: g.ObtainedAt.UTC().Format(time.RFC3339)}
+		ObtainedAt: g.ObtainedAt.UTC().Format(time.RFC3339), TokenType: g.tokenType(), DPoPKey: g.jkt()}
 	if in.Scope == "" {
 		in.Scope = g.RequestedScope
 	}
@@ -168,6 +249,11 @@ func grantBinding(cfg *contracts.ServerSettings) string {
 		for _, v := range []string{o.ClientID, o.Issuer, o.EffectiveGrantType(), o.Scope, o.ClientMetadataURL,
 			o.TokenEndpointAuthMethod, o.IdPTokenEndpoint, o.IdPClientID} {
 			part(v)
+		}
+		// Only a mode other than the default joins the binding, so the
+		// grants made before the setting existed stay bound.
+		if m := o.DPoP.Effective(); m != contracts.DPoPAuto {
+			part("dpop=" + string(m))
 		}
 	} else {
 		part(contracts.GrantAuthorizationCode)
@@ -227,14 +313,62 @@ type authState struct {
 	// invalid_client): until the owner signs in again or the settings
 	// change, pikod does not ask again (see grantWithoutBrowser).
 	refused string
+	// asNonces holds the latest DPoP nonce of each authorization server
+	// (by issuer) this server's grants were asked of.
+	asNonces map[string]*oauth.DPoPNonce
+
+	// rsNonce is the latest DPoP nonce the MCP server gave (it has its
+	// own mutex): a resource server's nonce never goes to an
+	// authorization server, nor the other way round.
+	rsNonce oauth.DPoPNonce
+}
+
+// asNonce returns the DPoP nonce holder of the authorization server
+// issuer.
+func (a *authState) asNonce(issuer string) *oauth.DPoPNonce {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.asNonces == nil {
+		a.asNonces = map[string]*oauth.DPoPNonce{}
+	}
+	n, ok := a.asNonces[issuer]
+	if !ok {
+		n = &oauth.DPoPNonce{}
+		a.asNonces[issuer] = n
+	}
+	return n
+}
+
+// dpopFor is what a token request of grant g's key needs: nil for a
+// Bearer grant.
+func (a *authState) dpopFor(k *StoredDPoPKey, issuer string) (*oauth.DPoP, error) {
+	if k == nil {
+		return nil, nil
+	}
+	dk, err := k.key()
+	if err != nil {
+		return nil, err
+	}
+	return &oauth.DPoP{Key: dk, Nonce: a.asNonce(issuer)}, nil
 }
 
 // renewal is one refresh (or client_credentials re-acquisition) shared by
 // every caller that needs it.
 type renewal struct {
-	done  chan struct{}
+	done chan struct{}
+	cred credential
+	err  error
+}
+
+// credential is what goes on a request to the MCP server: the access
+// token and, for a DPoP-bound grant, the key its proofs are signed with.
+type credential struct {
 	token string
-	err   error
+	dpop  *StoredDPoPKey
+}
+
+func (g *StoredGrant) credential() credential {
+	return credential{token: g.AccessToken, dpop: g.DPoP}
 }
 
 func (s *Supervisor) auth(id string) *authState {
@@ -280,49 +414,50 @@ func (a *authState) grantLocked(cfg *contracts.ServerSettings) (*StoredGrant, er
 	return rec.Grant, nil
 }
 
-// accessToken returns the token to send to the server now: "" when there
-// is no grant (the request goes without one, and the server's answer says
-// how to get one), a renewed token when the stored one expired.
-func (a *authState) accessToken(ctx context.Context, cfg *contracts.ServerSettings) (string, error) {
+// accessToken returns the credential to send to the server now: none
+// when there is no grant (the request goes without one, and the server's
+// answer says how to get one), a renewed one when the stored token
+// expired.
+func (a *authState) accessToken(ctx context.Context, cfg *contracts.ServerSettings) (credential, error) {
 	a.mu.Lock()
 	g, err := a.grantLocked(cfg)
 	if err != nil || g == nil {
 		a.mu.Unlock()
-		return "", err
+		return credential{}, err
 	}
 	if !g.expired(time.Now()) {
-		tok := g.AccessToken
+		cred := g.credential()
 		a.mu.Unlock()
-		return tok, nil
+		return cred, nil
 	}
 	tok := g.AccessToken
 	a.mu.Unlock()
 	return a.renew(ctx, cfg, tok)
 }
 
-// renew returns a token other than failed: the current one if someone
-// renewed it meanwhile, else the result of one renewal shared by every
-// caller (single flight). The renewal runs on the supervisor's context, so
-// a caller that gives up does not cancel it for the others.
-func (a *authState) renew(ctx context.Context, cfg *contracts.ServerSettings, failed string) (string, error) {
+// renew returns a credential whose token is not failed: the current one
+// if someone renewed it meanwhile, else the result of one renewal shared
+// by every caller (single flight). The renewal runs on the supervisor's
+// context, so a caller that gives up does not cancel it for the others.
+func (a *authState) renew(ctx context.Context, cfg *contracts.ServerSettings, failed string) (credential, error) {
 	a.mu.Lock()
 	g, err := a.grantLocked(cfg)
 	if err != nil {
 		a.mu.Unlock()
-		return "", err
+		return credential{}, err
 	}
 	if g == nil {
 		a.mu.Unlock()
-		return "", a.needsAuth("the grant was removed (logout) or is no longer stored")
+		return credential{}, a.needsAuth("the grant was removed (logout) or is no longer stored")
 	}
 	if g.AccessToken != failed && !g.expired(time.Now()) {
-		tok := g.AccessToken
+		cred := g.credential()
 		a.mu.Unlock()
-		return tok, nil
+		return cred, nil
 	}
 	if !g.renewable() {
 		a.mu.Unlock()
-		return "", a.needsAuth("the access token expired or was refused, and the authorization server gave no refresh token")
+		return credential{}, a.needsAuth("the access token expired or was refused, and the authorization server gave no refresh token")
 	}
 	call := a.refreshing
 	if call == nil {
@@ -338,9 +473,9 @@ func (a *authState) renew(ctx context.Context, cfg *contracts.ServerSettings, fa
 	a.mu.Unlock()
 	select {
 	case <-call.done:
-		return call.token, call.err
+		return call.cred, call.err
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return credential{}, ctx.Err()
 	}
 }
 
@@ -358,6 +493,9 @@ func (a *authState) runRenewal(call *renewal, cfg *contracts.ServerSettings, g S
 		close(call.done)
 	}()
 	log := a.sup.log.With().Str("server", a.id).Str("grant_type", g.GrantType).Logger()
+	if k := g.jkt(); k != "" {
+		log = log.With().Str("dpop_jkt", k).Logger()
+	}
 	if a.epoch != epoch {
 		call.err = a.needsAuth("signed out while the token was being renewed")
 		return
@@ -388,7 +526,7 @@ func (a *authState) runRenewal(call *renewal, cfg *contracts.ServerSettings, g S
 		return
 	}
 	log.Info().Bool("rotated", next.RefreshToken != g.RefreshToken).Msg("access token renewed")
-	call.token = a.rec.Grant.AccessToken
+	call.cred = a.rec.Grant.credential()
 }
 
 // saveLocked writes rec, reads it back and makes what was read the
@@ -422,7 +560,8 @@ func sameRecord(a, b *OAuthRecord) bool {
 		return a == b
 	}
 	ga, gb := a.Grant, b.Grant
-	if (ga == nil) != (gb == nil) || (ga != nil && (ga.AccessToken != gb.AccessToken || ga.RefreshToken != gb.RefreshToken)) {
+	if (ga == nil) != (gb == nil) || (ga != nil && (ga.AccessToken != gb.AccessToken || ga.RefreshToken != gb.RefreshToken ||
+		(ga.DPoP == nil) != (gb.DPoP == nil) || (ga.DPoP != nil && *ga.DPoP != *gb.DPoP))) {
 		return false
 	}
 	ra, rb := a.Registration, b.Registration
@@ -539,10 +678,14 @@ func asAuthRequired(err error) (*authRequired, bool) {
 
 // authTransport puts the server's access token on every request to the
 // MCP server's origin (and on nothing else), and turns a 401 or a 403 with
-// a Bearer challenge into an *authRequired. A 401 on a request that
-// carried a token that looked valid renews the token once (shared with
-// every concurrent caller) and sends the same request again with the new
-// token: the server refused it unread, so it was not run.
+// a Bearer (or DPoP) challenge into an *authRequired. A DPoP-bound token
+// goes as "Authorization: DPoP TOKEN" with a fresh proof for the request
+// (RFC 9449 section 7). Two 401s are answered by sending the same request
+// again, once each, because the server refused the request unread, so it
+// was not run: a DPoP use_dpop_nonce challenge with a DPoP-Nonce (resent
+// with the nonce, RFC 9449 section 9), and a refusal of a token that
+// looked valid (resent with a renewed token, shared with every concurrent
+// caller). Nothing else is ever resent.
 type authTransport struct {
 	base   http.RoundTripper
 	origin httpOrigin
@@ -555,12 +698,12 @@ type authTransport struct {
 	onRefusal func(*authRequired)
 }
 
-func (t *authTransport) token(ctx context.Context) (string, bool, error) {
+func (t *authTransport) token(ctx context.Context) (credential, bool, error) {
 	if st := t.staged.Load(); st != nil && !st.committed.Load() {
-		return st.grant.AccessToken, true, nil
+		return st.grant.credential(), true, nil
 	}
-	tok, err := t.auth.accessToken(ctx, t.cfg)
-	return tok, false, err
+	cred, err := t.auth.accessToken(ctx, t.cfg)
+	return cred, false, err
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -569,33 +712,52 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// but a server-chosen SSE endpoint must not change that.
 		out := req.Clone(req.Context())
 		out.Header.Del("Authorization")
+		out.Header.Del("DPoP")
 		return t.base.RoundTrip(out)
 	}
-	tok, staged, err := t.token(req.Context())
+	cred, staged, err := t.token(req.Context())
 	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
+		closeBody(req)
 		if ar, ok := asAuthRequired(err); ok && t.onRefusal != nil {
 			t.onRefusal(ar)
 		}
 		return nil, &unsentError{err: err, method: req.Method}
 	}
-	resp, err := t.send(req, tok)
+	bodyless := req.Body == nil || req.Body == http.NoBody
+	again := func() (*http.Request, bool) {
+		if bodyless {
+			return req.Clone(req.Context()), true
+		}
+		if req.GetBody == nil {
+			return nil, false
+		}
+		retry := req.Clone(req.Context())
+		var err error
+		if retry.Body, err = req.GetBody(); err != nil {
+			return nil, false
+		}
+		return retry, true
+	}
+	resp, err := t.send(req, cred)
 	if err != nil {
 		return nil, err
 	}
-	bodyless := req.Body == nil || req.Body == http.NoBody
-	if resp.StatusCode == http.StatusUnauthorized && tok != "" && !staged && (bodyless || req.GetBody != nil) {
-		// The token looked valid and was refused: renew once, resend once.
-		next, rerr := t.auth.renew(req.Context(), t.cfg, tok)
-		if rerr == nil && next != "" && next != tok {
-			retry := req.Clone(req.Context())
-			var berr error
-			if !bodyless {
-				retry.Body, berr = req.GetBody()
+	if cred.dpop != nil && oauth.NonceChallenge(resp.StatusCode, resp.Header) {
+		// The server wants its nonce in the proof (send kept it): the
+		// request was refused unread, so it goes again, once.
+		if retry, ok := again(); ok {
+			drain(resp)
+			if resp, err = t.send(retry, cred); err != nil {
+				return nil, err
 			}
-			if berr == nil {
+		}
+	}
+	if resp.StatusCode == http.StatusUnauthorized && cred.token != "" && !staged && (bodyless || req.GetBody != nil) &&
+		!oauth.NonceChallenge(resp.StatusCode, resp.Header) {
+		// The token looked valid and was refused: renew once, resend once.
+		next, rerr := t.auth.renew(req.Context(), t.cfg, cred.token)
+		if rerr == nil && next.token != "" && next.token != cred.token {
+			if retry, ok := again(); ok {
 				drain(resp)
 				if resp, err = t.send(retry, next); err != nil {
 					return nil, err
@@ -603,26 +765,53 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	return t.refusal(resp, tok != "")
+	return t.refusal(resp, cred.token != "")
 }
 
-func (t *authTransport) send(req *http.Request, tok string) (*http.Response, error) {
-	out := req.Clone(req.Context())
-	if tok != "" {
-		out.Header.Set("Authorization", "Bearer "+tok)
-	} else {
-		out.Header.Del("Authorization")
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
 	}
-	return t.base.RoundTrip(out)
 }
 
-// refusal turns a 401, or a 403 that carries a Bearer challenge, into an
-// error that says the server did not run the request.
+// send sends req once with cred: a Bearer token, or a DPoP token with a
+// proof signed now for this method and URL, carrying the server's latest
+// nonce and the token's hash. The nonce of the answer is kept.
+func (t *authTransport) send(req *http.Request, cred credential) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	out.Header.Del("DPoP")
+	switch {
+	case cred.token == "":
+		out.Header.Del("Authorization")
+	case cred.dpop != nil:
+		k, err := cred.dpop.key()
+		var proof string
+		if err == nil {
+			proof, err = k.Proof(out.Method, out.URL, t.auth.rsNonce.Get(), cred.token, time.Now())
+		}
+		if err != nil {
+			closeBody(req)
+			return nil, &unsentError{err: fmt.Errorf("making the DPoP proof for a request to %q: %w", t.cfg.ID, err), method: req.Method}
+		}
+		out.Header.Set("Authorization", "DPoP "+cred.token)
+		out.Header.Set("DPoP", proof)
+	default:
+		out.Header.Set("Authorization", "Bearer "+cred.token)
+	}
+	resp, err := t.base.RoundTrip(out)
+	if err == nil && cred.dpop != nil {
+		t.auth.rsNonce.NoteFrom(resp.Header)
+	}
+	return resp, err
+}
+
+// refusal turns a 401, or a 403 that carries a Bearer (or DPoP)
+// challenge, into an error that says the server did not run the request.
 func (t *authTransport) refusal(resp *http.Response, hadToken bool) (*http.Response, error) {
 	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		return resp, nil
 	}
-	ch, bearer := oauth.BearerChallenge(resp.Header)
+	ch, bearer := oauth.ServerChallenge(resp.Header)
 	if resp.StatusCode == http.StatusForbidden && !bearer {
 		return resp, nil
 	}
@@ -640,6 +829,8 @@ func (t *authTransport) refusal(resp *http.Response, hadToken bool) (*http.Respo
 		ar.why += "); it was not run"
 	case resp.StatusCode == http.StatusForbidden:
 		ar.why = "the server refused the token (HTTP 403); the request was not run"
+	case hadToken && oauth.NonceChallenge(resp.StatusCode, resp.Header):
+		ar.why = "the server asked for a new DPoP nonce again after pikod sent the one it gave (HTTP 401 use_dpop_nonce); the request was not run"
 	case hadToken:
 		ar.why = "the server refused the access token (HTTP 401); the request was not run"
 	default:

@@ -47,6 +47,14 @@ type authFlow struct {
 	disc   *oauth.Discovery
 	client oauth.ClientAuth
 	source string
+	// dpop is the key the code is exchanged with and the grant bound to
+	// (RFC 9449), nil for Bearer tokens.
+	dpop *StoredDPoPKey
+	// from is the flow this one continues at another authorization
+	// server (see restartAt), or nil.
+	from *authFlow
+	// started is the pending result that announced the flow.
+	started contracts.AuthResult
 
 	done   chan struct{}
 	result contracts.AuthResult
@@ -109,8 +117,12 @@ func (st *stagedGrant) commit() error {
 		st.flow.committed = true
 	}
 	a.challenge, a.futile, a.refused = nil, false, ""
-	a.sup.log.Info().Str("server", a.id).Str("grant_type", st.grant.GrantType).Str("issuer", st.grant.Issuer).
-		Str("scope", st.grant.Scope).Bool("refreshable", st.grant.renewable()).Msg("oauth grant committed")
+	ev := a.sup.log.Info().Str("server", a.id).Str("grant_type", st.grant.GrantType).Str("issuer", st.grant.Issuer).
+		Str("scope", st.grant.Scope).Bool("refreshable", st.grant.renewable()).Str("token_type", st.grant.tokenType())
+	if k := st.grant.jkt(); k != "" {
+		ev = ev.Str("dpop_jkt", k)
+	}
+	ev.Msg("oauth grant committed")
 	return nil
 }
 
@@ -219,7 +231,11 @@ func (s *Supervisor) acquireWithoutBrowser(ctx context.Context, e *oauthEnv, ch 
 		return nil, s.oauthError(e.cfg.ID, "discovering the authorization server", err)
 	}
 	scope := selectScope(e.cfg, d, ch, "", false)
-	g, err := s.grantWithoutBrowser(ctx, e, d, scope, nil)
+	key, err := s.grantKey(e, d)
+	if err != nil {
+		return nil, s.oauthError(e.cfg.ID, "signing in", err)
+	}
+	g, err := s.grantWithoutBrowser(ctx, e, d, scope, nil, key)
 	if err != nil {
 		return nil, s.oauthError(e.cfg.ID, "signing in", err)
 	}
@@ -240,6 +256,37 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 	if err != nil {
 		return contracts.AuthResult{}, s.oauthError(cfg.ID, "discovering the authorization server", err)
 	}
+	stepUp := ch.InsufficientScope()
+	if stepUp {
+		a.mu.Lock()
+		if cfg.OAuth != nil && cfg.OAuth.Scope != "" && !covers(strings.Fields(cfg.OAuth.Scope), ch.Scope) {
+			a.mu.Unlock()
+			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "scope_not_in_settings",
+				"server %q asks for scope %s, which oauth.scope does not include; pikod does not widen an explicit scope by itself",
+				cfg.ID, strconvQuote(ch.Scope, 200)),
+				"add the scope to oauth.scope, configure again, then 'pikoctl mcp auth "+cfg.ID+"'")
+		}
+		if a.stepUps >= maxStepUps {
+			a.mu.Unlock()
+			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "step_up_limit",
+				"server %q still refuses for lack of scope after %d authorization requests; pikod stops asking", cfg.ID, maxStepUps+1),
+				"check with the server's operator; 'pikoctl mcp logout "+cfg.ID+"' starts over")
+		}
+		a.mu.Unlock()
+	}
+	return s.beginFlow(ctx, sess, e, d, ch, stepUp, nil)
+}
+
+// beginFlow starts the browser flow at the authorization server d found:
+// checks its endpoints, chooses the scope, the client and (oauth.dpop)
+// the DPoP key, listens for the callback and makes the flow the server's
+// pending one, replacing any other; from is the flow this one continues
+// at another authorization server, or nil.
+func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, d *oauth.Discovery, ch *oauth.Challenge, stepUp bool,
+	from *authFlow) (contracts.AuthResult, error) {
+	cfg := &sess.cfg
+	o := e.settings()
+	a := s.auth(cfg.ID)
 	md := &d.Metadata
 	if md.AuthorizationEndpoint == "" {
 		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_authorization_endpoint",
@@ -257,27 +304,15 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_authorization_endpoint",
 			"the authorization endpoint of %q is plain http on another host than the server; pikod shows only https links (http only on the server's own host with allowPrivateNetwork)", cfg.ID)
 	}
+	key, err := s.grantKey(e, d)
+	if err != nil {
+		return contracts.AuthResult{}, s.oauthError(cfg.ID, "signing in", err)
+	}
 
 	a.mu.Lock()
 	prior := ""
 	if g, _ := a.grantLocked(cfg); g != nil {
 		prior = strings.Join(g.scopeSet(), " ")
-	}
-	stepUp := ch.InsufficientScope()
-	if stepUp {
-		if cfg.OAuth != nil && cfg.OAuth.Scope != "" && !covers(strings.Fields(cfg.OAuth.Scope), ch.Scope) {
-			a.mu.Unlock()
-			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "scope_not_in_settings",
-				"server %q asks for scope %s, which oauth.scope does not include; pikod does not widen an explicit scope by itself",
-				cfg.ID, strconvQuote(ch.Scope, 200)),
-				"add the scope to oauth.scope, configure again, then 'pikoctl mcp auth "+cfg.ID+"'")
-		}
-		if a.stepUps >= maxStepUps {
-			a.mu.Unlock()
-			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "step_up_limit",
-				"server %q still refuses for lack of scope after %d authorization requests; pikod stops asking", cfg.ID, maxStepUps+1),
-				"check with the server's operator; 'pikoctl mcp logout "+cfg.ID+"' starts over")
-		}
 	}
 	a.mu.Unlock()
 	scope := selectScope(cfg, d, ch, prior, true)
@@ -301,7 +336,7 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 		return contracts.AuthResult{}, err
 	}
 	req := oauth.AuthorizationRequest{Endpoint: md.AuthorizationEndpoint, ClientID: client.ClientID, RedirectURI: cb.RedirectURI(),
-		Scope: scope, Resource: d.Resource, State: state, Verifier: verifier}
+		Scope: scope, Resource: d.Resource, State: state, Verifier: verifier, DPoPJKT: key.thumbprint()}
 	link, err := req.URL()
 	if err != nil {
 		return contracts.AuthResult{}, err
@@ -310,9 +345,22 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 	_, _ = rand.Read(idb)
 	life, cancel := context.WithCancel(s.ctx)
 	f := &authFlow{id: "flow-" + hex.EncodeToString(idb), a: a, sess: sess, env: e, expires: time.Now().Add(s.opts.FlowLifetime),
-		life: life, cancel: cancel, cb: cb, req: req, url: link, disc: d, client: client, source: source, done: make(chan struct{})}
+		life: life, cancel: cancel, cb: cb, req: req, url: link, disc: d, client: client, source: source, dpop: key, from: from,
+		done: make(chan struct{})}
+	f.started = contracts.AuthResult{Server: cfg.ID, Status: contracts.AuthPending, GrantType: contracts.GrantAuthorizationCode, FlowID: f.id,
+		AuthorizationURL: link, RedirectURI: cb.RedirectURI(), ExpiresAt: f.expires.UTC().Format(time.RFC3339),
+		Issuer: md.Issuer, Resource: d.Resource, Scope: scope}
+	if from != nil {
+		f.started.PreviousIssuer = from.disc.Metadata.Issuer
+	}
 	a.mu.Lock()
-	if old := a.flow; old != nil {
+	if from != nil && (from.cancelled || a.epoch != from.epoch) {
+		// Cancelled or logged out of while this continuation was set up.
+		a.mu.Unlock()
+		cancel()
+		return contracts.AuthResult{}, from.endedError()
+	}
+	if old := a.flow; old != nil && old != from {
 		old.cancelled, old.why = true, "replaced by a newer sign-in"
 		old.cancel()
 	}
@@ -328,11 +376,16 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 		defer s.wg.Done()
 		s.runFlow(f)
 	}()
-	s.log.Info().Str("server", cfg.ID).Str("flow", f.id).Str("issuer", md.Issuer).Str("scope", scope).Str("client", source).
-		Bool("step_up", stepUp).Msg("oauth sign-in started")
-	return contracts.AuthResult{Server: cfg.ID, Status: contracts.AuthPending, GrantType: contracts.GrantAuthorizationCode, FlowID: f.id,
-		AuthorizationURL: link, RedirectURI: cb.RedirectURI(), ExpiresAt: f.expires.UTC().Format(time.RFC3339),
-		Issuer: md.Issuer, Resource: d.Resource, Scope: scope}, nil
+	ev := s.log.Info().Str("server", cfg.ID).Str("flow", f.id).Str("issuer", md.Issuer).Str("scope", scope).Str("client", source).
+		Bool("step_up", stepUp)
+	if key != nil {
+		ev = ev.Str("dpop_jkt", key.Thumbprint)
+	}
+	if from != nil {
+		ev = ev.Str("previous_issuer", from.disc.Metadata.Issuer).Str("continues", from.id)
+	}
+	ev.Msg("oauth sign-in started")
+	return f.started, nil
 }
 
 // browserClient chooses the client of an authorization-code flow, in the
@@ -474,7 +527,12 @@ func (s *Supervisor) runFlow(f *authFlow) {
 	if f.disc.Resource != "" {
 		form.Set("resource", f.disc.Resource)
 	}
-	resp, err := f.env.client.Token(ctx, md.TokenEndpoint, form, f.client, true)
+	dp, err := f.a.dpopFor(f.dpop, md.Issuer)
+	if err != nil {
+		s.finishFlow(f, nil, err)
+		return
+	}
+	resp, err := f.env.client.Token(ctx, md.TokenEndpoint, form, f.client, tokenOptions(dp))
 	if err != nil {
 		if f.life.Err() != nil {
 			err = f.endedError()
@@ -482,15 +540,30 @@ func (s *Supervisor) runFlow(f *authFlow) {
 		s.finishFlow(f, nil, s.oauthError(f.a.id, "exchanging the authorization code", err))
 		return
 	}
-	g := newGrant(&f.sess.cfg, contracts.GrantAuthorizationCode, f.disc, f.client, f.source, f.req.Scope, resp)
+	g := newGrant(&f.sess.cfg, contracts.GrantAuthorizationCode, f.disc, f.client, f.source, f.req.Scope, resp, f.dpop)
 	st := f.a.stage(g, f)
 	if _, err := f.sess.connectStaged(ctx, st); err != nil {
 		if f.life.Err() != nil && !st.committed.Load() {
 			err = f.endedError()
+		} else if !st.committed.Load() && needsToken(err) {
+			if next, moved, merr := s.restartAt(ctx, f); moved {
+				if merr != nil {
+					s.finishFlow(f, nil, merr)
+				} else {
+					s.finishFlow(f, &next, nil)
+				}
+				return
+			}
 		}
 		if !st.committed.Load() {
-			err = contracts.WithHint(fmt.Errorf("the new grant of %q was not stored: %w", f.a.id, err),
-				"the previous grant (if any) is kept; 'pikoctl mcp status "+f.a.id+"' shows why the connection failed")
+			hint := "the previous grant (if any) is kept; 'pikoctl mcp status " + f.a.id + "' shows why the connection failed"
+			if f.dpop != nil && needsToken(err) {
+				// The authorization server offered DPoP; the server may not
+				// take DPoP-bound tokens.
+				hint += "; if the server does not take DPoP-bound tokens (DPoP key " + f.dpop.Thumbprint +
+					"), set oauth.dpop to false and sign in again"
+			}
+			err = contracts.WithHint(fmt.Errorf("the new grant of %q was not stored: %w", f.a.id, err), hint)
 		}
 		s.finishFlow(f, nil, err)
 		return
@@ -498,6 +571,45 @@ func (s *Supervisor) runFlow(f *authFlow) {
 	r := s.authorized(f.sess, g)
 	r.FlowID = f.id
 	s.finishFlow(f, &r, nil)
+}
+
+// restartAt answers the server's refusal of a new grant (401 while it was
+// being proven) when the server now names another authorization server
+// than the one the flow signed in at: discovery starts over from the
+// refusal's challenge and a new flow begins there, within the same
+// sign-in (its client registered anew, nothing of the old client sent to
+// the new server). The new grant was never committed, so the previous one
+// stays until the new flow's grant is proven. moved is false when the
+// authorization server is the same (or discovery fails): the refusal
+// stands. Each sign-in moves once at most.
+func (s *Supervisor) restartAt(ctx context.Context, f *authFlow) (res contracts.AuthResult, moved bool, err error) {
+	if f.from != nil {
+		return res, false, nil
+	}
+	cfg := &f.sess.cfg
+	ch := f.a.latestChallenge()
+	d, derr := f.env.client.Discover(ctx, oauth.DiscoverOptions{ServerURL: cfg.URL, Challenge: ch, Issuer: f.env.settings().Issuer})
+	if derr != nil {
+		var reasoned interface{ Reason() string }
+		if errors.As(derr, &reasoned) && reasoned.Reason() == "issuer_mismatch" {
+			// The settings pin the old issuer: say so, rather than 401.
+			return res, true, s.oauthError(cfg.ID, "the new grant was refused, and discovering the authorization server again", derr)
+		}
+		s.log.Warn().Str("server", cfg.ID).Str("flow", f.id).Err(derr).Msg("the new grant was refused; discovering the authorization server again failed")
+		return res, false, nil
+	}
+	old := f.disc.Metadata.Issuer
+	if oauth.SameIssuer(d.Metadata.Issuer, old) {
+		return res, false, nil
+	}
+	s.log.Info().Str("server", cfg.ID).Str("flow", f.id).Str("previous_issuer", old).Str("issuer", d.Metadata.Issuer).
+		Msg("the server refused the new grant and now names another authorization server: the sign-in continues there")
+	res, err = s.beginFlow(ctx, f.sess, f.env, d, ch, false, f)
+	if err != nil {
+		return res, true, contracts.WithHint(fmt.Errorf("server %q moved from the authorization server %s to %s, and the sign-in there could not start: %w",
+			cfg.ID, old, d.Metadata.Issuer, err), "the previous grant (if any) is kept; fix what the message names, then 'pikoctl mcp auth "+cfg.ID+"'")
+	}
+	return res, true, nil
 }
 
 // endedError says why a flow's life ended early.
@@ -530,9 +642,12 @@ func (s *Supervisor) finishFlow(f *authFlow, res *contracts.AuthResult, err erro
 	a.last = f
 	a.mu.Unlock()
 	f.cancel()
-	if err != nil {
+	switch {
+	case err != nil:
 		s.log.Warn().Str("server", a.id).Str("flow", f.id).Err(err).Msg("oauth sign-in ended without a grant")
-	} else {
+	case res != nil && res.Status == contracts.AuthPending:
+		s.log.Info().Str("server", a.id).Str("flow", f.id).Str("next_flow", res.FlowID).Msg("oauth sign-in continues at another authorization server")
+	default:
 		s.log.Info().Str("server", a.id).Str("flow", f.id).Msg("oauth sign-in completed")
 	}
 	close(f.done)
@@ -557,6 +672,15 @@ func (s *Supervisor) authWait(ctx context.Context, sess *session, id string) (co
 	if f == nil {
 		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "oauth_no_flow",
 			"no sign-in of %q is pending", sess.cfg.ID), "start one with 'pikoctl mcp auth "+sess.cfg.ID+"'")
+	}
+	if id == "" && f.from != nil {
+		select {
+		case <-f.done:
+		default:
+			// A sign-in that continues at another authorization server:
+			// whoever waits without naming it may not have seen its link.
+			return f.started, nil
+		}
 	}
 	select {
 	case <-f.done:

@@ -141,7 +141,9 @@ func (s *Supervisor) renewGrant(ctx context.Context, cfg *contracts.ServerSettin
 			if err != nil {
 				return nil, err
 			}
-			return s.grantWithoutBrowser(ctx, e, d, g.RequestedScope, &auth)
+			// The new grant keeps the key (or the Bearer tokens) of the
+			// one it replaces: the metadata that chose it is not at hand.
+			return s.grantWithoutBrowser(ctx, e, d, g.RequestedScope, &auth, g.DPoP)
 		}
 		return nil, fmt.Errorf("the grant of %q has no refresh token: %w", cfg.ID, contracts.ErrFailedPrecondition)
 	}
@@ -157,7 +159,13 @@ func (s *Supervisor) renewGrant(ctx context.Context, cfg *contracts.ServerSettin
 	if g.Resource != "" {
 		form.Set("resource", g.Resource)
 	}
-	resp, err := e.client.Token(ctx, g.TokenEndpoint, form, auth, true)
+	// A DPoP grant's refresh token is bound to its key too (RFC 9449
+	// section 5): the refresh carries a proof with the same key.
+	dp, err := a.dpopFor(g.DPoP, g.Issuer)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.client.Token(ctx, g.TokenEndpoint, form, auth, tokenOptions(dp))
 	if err != nil {
 		return nil, err
 	}
@@ -178,14 +186,95 @@ func (s *Supervisor) renewGrant(ctx context.Context, cfg *contracts.ServerSettin
 	return &next, nil
 }
 
+// tokenOptions asks for a Bearer token, or a DPoP token with dp's proof.
+func tokenOptions(dp *oauth.DPoP) oauth.TokenOptions {
+	return oauth.TokenOptions{TokenType: oauth.TokenTypeBearer, DPoP: dp}
+}
+
+// grantKey decides whether a new grant from the authorization server d
+// found is DPoP-bound, and makes its key pair: nil for Bearer tokens.
+// oauth.dpop auto (the default) binds when the authorization server's
+// metadata lists dpop_signing_alg_values_supported with an algorithm
+// pikod signs with (and the resource's list, when it has one, has it
+// too); true insists; false never binds. A resource that takes
+// DPoP-bound tokens only (dpop_bound_access_tokens_required) is refused
+// what it would refuse.
+func (s *Supervisor) grantKey(e *oauthEnv, d *oauth.Discovery) (*StoredDPoPKey, error) {
+	mode := e.settings().DPoP.Effective()
+	md := &d.Metadata
+	var rsAlgs []string
+	required := false
+	if d.Protected != nil {
+		rsAlgs, required = d.Protected.DPoPSigningAlgValuesSupported, d.Protected.DPoPBoundAccessTokensRequired
+	}
+	id := e.cfg.ID
+	if mode == contracts.DPoPOff {
+		if required {
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_required",
+				"server %q takes DPoP-bound tokens only (its resource metadata sets dpop_bound_access_tokens_required), and oauth.dpop is false", id),
+				`remove oauth.dpop (or set it to "auto"), configure again, then sign in again`)
+		}
+		return nil, nil
+	}
+	if len(md.DPoPSigningAlgValuesSupported) == 0 {
+		switch {
+		case mode == contracts.DPoPOn:
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_unsupported",
+				"oauth.dpop is true, but the authorization server %s of %q lists no dpop_signing_alg_values_supported in its metadata: it issues no DPoP-bound tokens",
+				md.Issuer, id),
+				`set oauth.dpop to "auto" to use Bearer tokens with it, or ask the server's operator for DPoP`)
+		case required:
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_unsupported",
+				"server %q takes DPoP-bound tokens only, but its authorization server %s lists no dpop_signing_alg_values_supported: no token it issues would be accepted",
+				id, md.Issuer), "check with the server's operator")
+		}
+		return nil, nil
+	}
+	alg := oauth.ChooseDPoPAlg(md.DPoPSigningAlgValuesSupported, rsAlgs)
+	if alg == "" {
+		if mode == contracts.DPoPAuto && !required {
+			s.log.Info().Str("server", id).Str("issuer", md.Issuer).Strs("dpop_algs", md.DPoPSigningAlgValuesSupported).
+				Msg("the authorization server signs DPoP with no algorithm pikod has: using Bearer tokens")
+			return nil, nil
+		}
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg",
+			"the authorization server %s of %q accepts DPoP proofs signed with %s (the resource with %s); pikod signs them with %s",
+			md.Issuer, id, algList(md.DPoPSigningAlgValuesSupported), algList(rsAlgs), strings.Join(oauth.DPoPAlgs, ", ")),
+			`set oauth.dpop to false to use Bearer tokens, or ask the server's operator for ES256`)
+	}
+	k, err := newStoredDPoPKey(alg)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info().Str("server", id).Str("issuer", md.Issuer).Str("alg", alg).Str("dpop_jkt", k.Thumbprint).
+		Msg("dpop key pair made for a new grant")
+	return k, nil
+}
+
+func algList(algs []string) string {
+	if len(algs) == 0 {
+		return "any algorithm"
+	}
+	out := make([]string, 0, len(algs))
+	for i, a := range algs {
+		if i == 8 {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, contracts.SafeText(a, contracts.OneLine, 20))
+	}
+	return strings.Join(out, ", ")
+}
+
 // newGrant builds the StoredGrant of a token response.
-func newGrant(cfg *contracts.ServerSettings, grantType string, d *oauth.Discovery, auth oauth.ClientAuth, registration, scope string, resp *oauth.TokenResponse) *StoredGrant {
+func newGrant(cfg *contracts.ServerSettings, grantType string, d *oauth.Discovery, auth oauth.ClientAuth, registration, scope string,
+	resp *oauth.TokenResponse, key *StoredDPoPKey) *StoredGrant {
 	g := &StoredGrant{
 		Binding: grantBinding(cfg), GrantType: grantType, Issuer: d.Metadata.Issuer, Resource: d.Resource,
 		TokenEndpoint: d.Metadata.TokenEndpoint, ClientID: auth.ClientID, AuthMethod: auth.Method, Registration: registration,
 		SigningAlgs: d.Metadata.TokenEndpointAuthSigningAlgValuesSupported,
 		AccessToken: resp.AccessToken, RefreshToken: resp.RefreshToken, Scope: resp.Scope, RequestedScope: scope,
-		ObtainedAt: time.Now(),
+		ObtainedAt: time.Now(), DPoP: key,
 	}
 	if resp.ExpiresIn > 0 {
 		g.ExpiresAt = g.ObtainedAt.Add(resp.ExpiresIn)
@@ -193,10 +282,12 @@ func newGrant(cfg *contracts.ServerSettings, grantType string, d *oauth.Discover
 	return g
 }
 
-// grantWithoutBrowser runs client_credentials, or the cross-app access
-// exchange (RFC 8693 at the identity provider, then RFC 7523 at the
-// authorization server).
-func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oauth.Discovery, scope string, known *oauth.ClientAuth) (*StoredGrant, error) {
+// grantWithoutBrowser runs client_credentials, jwt_bearer, or the
+// cross-app access exchange (RFC 8693 at the identity provider, then RFC
+// 7523 at the authorization server). With key, the token request at the
+// authorization server carries a DPoP proof and the grant is bound to it.
+func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oauth.Discovery, scope string, known *oauth.ClientAuth,
+	key *StoredDPoPKey) (*StoredGrant, error) {
 	o := e.settings()
 	a := s.auth(e.cfg.ID)
 	a.mu.Lock()
@@ -246,7 +337,11 @@ func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oa
 	if d.Resource != "" {
 		form.Set("resource", d.Resource)
 	}
-	resp, err := e.client.Token(ctx, d.Metadata.TokenEndpoint, form, auth, true)
+	dp, err := a.dpopFor(key, d.Metadata.Issuer)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.client.Token(ctx, d.Metadata.TokenEndpoint, form, auth, tokenOptions(dp))
 	var te *oauth.TokenError
 	if errors.As(err, &te) {
 		switch te.Code {
@@ -265,7 +360,7 @@ func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oa
 	a.mu.Lock()
 	a.refused = ""
 	a.mu.Unlock()
-	return newGrant(e.cfg, grant, d, auth, regSettings, scope, resp), nil
+	return newGrant(e.cfg, grant, d, auth, regSettings, scope, resp, key), nil
 }
 
 // maxAssertionBytes bounds an assertion read from a file.
@@ -338,7 +433,7 @@ func (s *Supervisor) identityGrant(ctx context.Context, e *oauthEnv, d *oauth.Di
 		form.Set("scope", scope)
 	}
 	auth := oauth.ClientAuth{ClientID: o.IdPClientID, Method: contracts.AuthMethodNone}
-	resp, err := e.client.Token(ctx, o.IdPTokenEndpoint, form, auth, false)
+	resp, err := e.client.Token(ctx, o.IdPTokenEndpoint, form, auth, oauth.TokenOptions{})
 	if err != nil {
 		return "", fmt.Errorf("exchanging the identity assertion at the identity provider: %w", err)
 	}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -66,6 +68,29 @@ type testAS struct {
 	workloadRefused bool
 	afterRefusal    int
 
+	// DPoP (RFC 9449). dpopAlgs is the metadata's
+	// dpop_signing_alg_values_supported: a token request with a proof
+	// that section 4.3 accepts (checkASProof) gets a token bound to the
+	// proof's key (token_type DPoP, cnf.jkt at introspection), a request
+	// with a bad one 400 invalid_dpop_proof. With dpopNonce the token
+	// endpoint wants its latest nonce (or the one before) in the proof,
+	// else 400 use_dpop_nonce with DPoP-Nonce (section 8), and every token
+	// answer brings a new nonce. dpopBearer answers Bearer tokens to
+	// proofs all the same (an authorization server that ignores them).
+	dpopAlgs      []string
+	dpopNonce     bool
+	dpopBearer    bool
+	nonce         string
+	prevNonce     string
+	nonceRefusals int
+	proofRefusals []string
+	dpopJTIs      map[string]bool
+	// proofKeys are the thumbprints of the keys of the accepted proofs,
+	// one per token request.
+	proofKeys []string
+	// wire is every request and its answer, for the transcript.
+	wire []wireRec
+
 	clients   map[string]*asClient
 	codes     map[string]*asCode
 	access    map[string]*asGrant
@@ -77,7 +102,7 @@ type testAS struct {
 	// expiredSeen counts introspections of tokens past their expiry.
 	expiredSeen int
 	// bearerSeen counts requests to the authorization server that carried
-	// a Bearer token (pikod's tokens go to the MCP server only).
+	// a Bearer or DPoP token (pikod's tokens go to the MCP server only).
 	bearerSeen   int
 	regs         []map[string]any
 	refreshCount int
@@ -94,12 +119,17 @@ type asClient struct {
 
 type asCode struct {
 	client, redirectURI, challenge, resource, scope string
+	// dpopJKT is the authorization request's dpop_jkt (RFC 9449 section
+	// 10): the code is exchanged with that key's proof only.
+	dpopJKT string
 }
 
 type asGrant struct {
 	client, scope, resource string
-	active                  bool
-	used                    bool
+	// jkt is the thumbprint of the key the token is bound to (DPoP).
+	jkt    string
+	active bool
+	used   bool
 	// expires is when an access token stops being active (zero: never).
 	expires time.Time
 }
@@ -127,7 +157,7 @@ func newTestAS(t testing.TB) *testAS {
 	as := &testAS{t: t, ln: ln, base: "http://" + ln.Addr().String(), dcr: true,
 		authMethods: []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"},
 		clients:     map[string]*asClient{}, codes: map[string]*asCode{}, access: map[string]*asGrant{},
-		refreshes: map[string]*asGrant{}, jags: map[string]*asGrant{}}
+		refreshes: map[string]*asGrant{}, jags: map[string]*asGrant{}, dpopJTIs: map[string]bool{}}
 	as.issuer = as.base
 	as.srv = &http.Server{Handler: http.HandlerFunc(as.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = as.srv.Serve(ln) }()
@@ -173,10 +203,64 @@ func randToken(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
+// wireRec is one request to the authorization server and its answer.
+type wireRec struct {
+	at      time.Time
+	method  string
+	path    string
+	query   url.Values
+	header  http.Header
+	body    []byte
+	status  int
+	rheader http.Header
+	rbody   []byte
+}
+
+// recordingWriter keeps the status, headers and (a bounded part of) the
+// body of an answer.
+type recordingWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (rw *recordingWriter) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recordingWriter) Write(b []byte) (int, error) {
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	if rw.body.Len() < 64<<10 {
+		rw.body.Write(b)
+	}
+	return rw.ResponseWriter.Write(b)
+}
+
 func (as *testAS) serve(w http.ResponseWriter, r *http.Request) {
+	rec := wireRec{at: time.Now(), method: r.Method, path: r.URL.Path, query: r.URL.Query(), header: r.Header.Clone()}
+	if r.Body != nil {
+		rec.body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		r.Body = io.NopCloser(bytes.NewReader(rec.body))
+	}
+	rw := &recordingWriter{ResponseWriter: w}
+	defer func() {
+		rec.status, rec.rheader, rec.rbody = rw.status, rw.Header().Clone(), rw.body.Bytes()
+		as.mu.Lock()
+		as.wire = append(as.wire, rec)
+		as.mu.Unlock()
+	}()
+	as.route(rw, r)
+}
+
+func (as *testAS) route(w http.ResponseWriter, r *http.Request) {
 	as.mu.Lock()
 	prefix := as.prefix
-	if strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+	if a := strings.ToLower(r.Header.Get("Authorization")); strings.HasPrefix(a, "bearer ") || strings.HasPrefix(a, "dpop ") {
 		as.bearerSeen++
 	}
 	as.mu.Unlock()
@@ -239,6 +323,9 @@ func (as *testAS) metadata(w http.ResponseWriter) {
 	if len(as.scopes) > 0 {
 		md["scopes_supported"] = as.scopes
 	}
+	if len(as.dpopAlgs) > 0 {
+		md["dpop_signing_alg_values_supported"] = as.dpopAlgs
+	}
 	writeJSON(w, http.StatusOK, md)
 }
 
@@ -293,7 +380,7 @@ func (as *testAS) authorize(w http.ResponseWriter, r *http.Request) {
 	code := randToken("code-")
 	scope := grantScope(q.Get("scope"), as.neverGrant)
 	as.codes[code] = &asCode{client: q.Get("client_id"), redirectURI: redirect, challenge: q.Get("code_challenge"),
-		resource: q.Get("resource"), scope: scope}
+		resource: q.Get("resource"), scope: scope, dpopJKT: q.Get("dpop_jkt")}
 	v := url.Values{"code": {code}}
 	if st := q.Get("state"); st != "" {
 		v.Set("state", st)
@@ -467,6 +554,10 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		oauthErr(w, http.StatusUnauthorized, "invalid_client", err.Error())
 		return
 	}
+	jkt, ok := as.dpopProof(w, r)
+	if !ok {
+		return
+	}
 	var g *asGrant
 	switch form.Get("grant_type") {
 	case "authorization_code":
@@ -486,6 +577,9 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		case form.Get("resource") != code.resource:
 			oauthErr(w, http.StatusBadRequest, "invalid_target", "resource differs from the authorization request")
 			return
+		case code.dpopJKT != "" && code.dpopJKT != jkt:
+			oauthErr(w, http.StatusBadRequest, "invalid_grant", "the code is bound to another DPoP key (dpop_jkt)")
+			return
 		}
 		g = &asGrant{client: client, scope: code.scope, resource: code.resource}
 	case "refresh_token":
@@ -496,6 +590,10 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		if res := form.Get("resource"); res != old.resource {
 			oauthErr(w, http.StatusBadRequest, "invalid_target", "resource differs from the grant")
+			return
+		}
+		if old.jkt != "" && old.jkt != jkt {
+			oauthErr(w, http.StatusBadRequest, "invalid_grant", "the refresh token is bound to another DPoP key")
 			return
 		}
 		as.refreshCount++
@@ -533,10 +631,19 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request) {
 	if as.expiresIn > 0 {
 		g.expires = time.Now().Add(time.Duration(as.expiresIn) * time.Second)
 	}
+	tokenType := "Bearer"
+	if jkt != "" && !as.dpopBearer {
+		g.jkt, tokenType = jkt, "DPoP"
+	}
+	if as.dpopNonce && jkt != "" {
+		// Section 8.2: a new nonce with the answer.
+		as.prevNonce, as.nonce = as.nonce, randToken("asn-")
+		w.Header().Set("DPoP-Nonce", as.nonce)
+	}
 	at := randToken(canaryAT)
 	as.access[at] = g
 	as.issued = append(as.issued, at)
-	out := map[string]any{"access_token": at, "token_type": "Bearer"}
+	out := map[string]any{"access_token": at, "token_type": tokenType}
 	if g.scope != "" {
 		out["scope"] = g.scope
 	}
@@ -572,7 +679,55 @@ func (as *testAS) introspect(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"active": false})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"active": true, "scope": g.scope, "aud": g.resource})
+	out := map[string]any{"active": true, "scope": g.scope, "aud": g.resource}
+	if g.jkt != "" {
+		out["cnf"] = map[string]string{"jkt": g.jkt}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// dpopProof checks the DPoP proof of a token request (as.mu held). No
+// proof: ok, unbound. A proof to a server without dpopAlgs is ignored,
+// as a server without DPoP would. Otherwise the proof must pass
+// checkProof for POST to the token endpoint, carry no ath, use an
+// algorithm of dpopAlgs and (dpopNonce) the latest nonce; the answer to a
+// bad one is written here and ok is false.
+func (as *testAS) dpopProof(w http.ResponseWriter, r *http.Request) (jkt string, ok bool) {
+	proofs := r.Header.Values("DPoP")
+	if len(proofs) == 0 || len(as.dpopAlgs) == 0 {
+		return "", true
+	}
+	refuse := func(why string) (string, bool) {
+		as.proofRefusals = append(as.proofRefusals, why)
+		oauthErr(w, http.StatusBadRequest, "invalid_dpop_proof", why)
+		return "", false
+	}
+	if len(proofs) != 1 {
+		return refuse("more than one DPoP header")
+	}
+	p, why := checkProof(proofs[0], http.MethodPost, as.issuer+"/token", "")
+	switch {
+	case why != "":
+		return refuse(why)
+	case !slices.Contains(as.dpopAlgs, p.alg):
+		return refuse("alg " + p.alg + " is not in dpop_signing_alg_values_supported")
+	case as.dpopJTIs[p.jti]:
+		return refuse("jti was used before (a replayed proof)")
+	}
+	as.dpopJTIs[p.jti] = true
+	if as.dpopNonce {
+		if as.nonce == "" {
+			as.nonce = randToken("asn-")
+		}
+		if p.nonce == "" || (p.nonce != as.nonce && p.nonce != as.prevNonce) {
+			as.nonceRefusals++
+			w.Header().Set("DPoP-Nonce", as.nonce)
+			oauthErr(w, http.StatusBadRequest, "use_dpop_nonce", "Authorization server requires nonce in DPoP proof")
+			return "", false
+		}
+	}
+	as.proofKeys = append(as.proofKeys, p.jkt)
+	return p.jkt, true
 }
 
 // idpToken is the identity provider's RFC 8693 token exchange: the

@@ -51,7 +51,9 @@ a browser, sign in and consent. The browser is then sent to pikod's
 callback on http://127.0.0.1:PORT/callback on the machine pikod runs on,
 and auth reports the outcome. pikod never opens the link itself. The
 sign-in expires after 10 minutes; 'pikoctl mcp cancel SERVER' ends it
-early, keeping the previous grant.
+early, keeping the previous grant. When the server refuses the new grant
+because it moved to another authorization server meanwhile, the sign-in
+continues there: auth prints the new link and waits again.
 
 When the browser runs on another machine (an SSH session), the callback
 page will not load: use --paste, and paste the whole address the browser
@@ -68,31 +70,39 @@ settings; it signs nothing in.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			server := args[0]
-			switch {
-			case discover:
+			if discover {
 				return a.authOnce(ctx, contracts.AuthParams{Server: server, Op: contracts.AuthOpDiscover})
-			case wait:
-				return a.authOnce(ctx, contracts.AuthParams{Server: server, Op: contracts.AuthOpWait})
 			}
-			res, err := a.authCall(ctx, contracts.AuthParams{Server: server, Op: contracts.AuthOpStart})
+			first := contracts.AuthParams{Server: server, Op: contracts.AuthOpStart}
+			if wait {
+				first.Op = contracts.AuthOpWait
+			}
+			res, err := a.authCall(ctx, first)
 			if err != nil {
 				return err
 			}
-			if res.Status != contracts.AuthPending || noWait {
+			if noWait {
 				return nil
 			}
-			next := contracts.AuthParams{Server: server, Op: contracts.AuthOpWait, FlowID: res.FlowID}
-			if paste {
-				url, err := a.readPasted(res.RedirectURI)
-				if err != nil {
+			// A pending answer is a flow to wait for: the one just started,
+			// or the same sign-in continuing at another authorization server
+			// (the server moved). Its link was printed.
+			for res.Status == contracts.AuthPending {
+				next := contracts.AuthParams{Server: server, Op: contracts.AuthOpWait, FlowID: res.FlowID}
+				if paste {
+					url, err := a.readPasted(res.RedirectURI)
+					if err != nil {
+						return err
+					}
+					next.Op, next.RedirectURL = contracts.AuthOpComplete, url
+				} else if !a.jsonOut {
+					fmt.Fprintln(a.stderr, "waiting for the sign-in to finish (Ctrl-C stops waiting; the sign-in stays pending until it expires or 'pikoctl mcp cancel "+clean(server)+"')...")
+				}
+				if res, err = a.authCall(ctx, next); err != nil {
 					return err
 				}
-				next.Op, next.RedirectURL = contracts.AuthOpComplete, url
-			} else if !a.jsonOut {
-				fmt.Fprintln(a.stderr, "waiting for the sign-in to finish (Ctrl-C stops waiting; the sign-in stays pending until it expires or 'pikoctl mcp cancel "+clean(server)+"')...")
 			}
-			_, err = a.authCall(ctx, next)
-			return err
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&paste, "paste", false, "read the address the browser was redirected to from stdin (for a browser on another machine)")
@@ -133,6 +143,10 @@ func writeAuthResult(w *errWriter, r *contracts.AuthResult) {
 	case r.Discovery != nil:
 		writeDiscovery(w, r)
 	case r.Status == contracts.AuthPending:
+		if r.PreviousIssuer != "" {
+			fmt.Fprintf(w, "%s refused the grant of %s and now names another authorization server, %s: the sign-in continues there.\n",
+				clean(r.Server), clean(r.PreviousIssuer), clean(r.Issuer))
+		}
 		fmt.Fprintf(w, "To sign in to %s, open this link in a browser:\n\n  %s\n\n", clean(r.Server), clean(r.AuthorizationURL))
 		fmt.Fprintf(w, "authorization server: %s\n", clean(r.Issuer))
 		if r.Scope != "" {
@@ -166,6 +180,9 @@ func writeGrant(w io.Writer, indent string, g *contracts.OAuthGrantInfo) {
 		refresh = "renewed by pikod when it expires"
 	}
 	fmt.Fprintf(w, "%sexpires:    %s (%s)\n", indent, exp, refresh)
+	if g.DPoPKey != "" {
+		fmt.Fprintf(w, "%stoken:      DPoP-bound to key %s (RFC 9449)\n", indent, clean(g.DPoPKey))
+	}
 }
 
 func writeDiscovery(w *errWriter, r *contracts.AuthResult) {
@@ -196,6 +213,8 @@ func writeDiscovery(w *errWriter, r *contracts.AuthResult) {
 		{"pkce methods", strings.Join(d.CodeChallengeMethods, ", ")},
 		{"client auth methods", strings.Join(d.TokenEndpointAuthMethods, ", ")},
 		{"signing algorithms", strings.Join(d.TokenEndpointSigningAlgs, ", ")},
+		{"dpop algorithms", strings.Join(d.DPoPSigningAlgs, ", ")},
+		{"resource dpop algs", strings.Join(d.ResourceDPoPAlgs, ", ")},
 	} {
 		if l.v != "" {
 			fmt.Fprintf(w, "%-23s %s\n", l.k+":", clean(l.v))
@@ -203,6 +222,9 @@ func writeDiscovery(w *errWriter, r *contracts.AuthResult) {
 	}
 	fmt.Fprintf(w, "client id documents:    %s\n", yesNo(d.ClientIDMetadataDocuments))
 	fmt.Fprintf(w, "dynamic registration:   %s\n", yesNo(d.DynamicRegistrationPossible))
+	if d.DPoPRequired {
+		fmt.Fprintf(w, "dpop required:          yes (the resource takes DPoP-bound tokens only)\n")
+	}
 }
 
 // readPasted reads the address the browser was sent to: one line from

@@ -22,6 +22,9 @@ type AuthorizationRequest struct {
 	// State and Verifier are fresh random values (NewAuthorizationRequest).
 	State    string
 	Verifier string
+	// DPoPJKT, when set, is the thumbprint of the DPoP key the code will
+	// be exchanged with (RFC 9449 section 10): the code is bound to it.
+	DPoPJKT string
 }
 
 // NewSecrets returns a fresh state and PKCE code verifier.
@@ -35,7 +38,7 @@ func NewSecrets() (state, verifier string, err error) {
 
 // URL builds the authorization URL: response_type code, client_id,
 // redirect_uri, scope (omitted when empty), state, the S256 code challenge
-// and the RFC 8707 resource. The endpoint must be http or https: the URL
+// the RFC 8707 resource and the RFC 9449 dpop_jkt. The endpoint must be http or https: the URL
 // is shown to the owner to open, and any other scheme (javascript:,
 // file:, a custom handler) is refused.
 func (r *AuthorizationRequest) URL() (string, error) {
@@ -52,6 +55,9 @@ func (r *AuthorizationRequest) URL() (string, error) {
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(r.Verifier)}
 	if r.Resource != "" {
 		opts = append(opts, oauth2.SetAuthURLParam("resource", r.Resource))
+	}
+	if r.DPoPJKT != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("dpop_jkt", r.DPoPJKT))
 	}
 	return cfg.AuthCodeURL(r.State, opts...), nil
 }

@@ -6,8 +6,11 @@ import (
 )
 
 // Challenge is one Bearer challenge of a WWW-Authenticate header (RFC 6750
-// section 3, RFC 9728 section 5.1).
+// section 3, RFC 9728 section 5.1), or one DPoP challenge (RFC 9449
+// section 7.1), which carries the same parameters.
 type Challenge struct {
+	// Scheme is "Bearer" or "DPoP".
+	Scheme string `json:"-"`
 	// ResourceMetadata is the protected resource metadata URL the server
 	// advertised, or empty.
 	ResourceMetadata string `json:"resourceMetadata,omitempty"`
@@ -28,10 +31,25 @@ func (c *Challenge) InsufficientScope() bool {
 // BearerChallenge returns the first Bearer challenge of the response's
 // WWW-Authenticate headers.
 func BearerChallenge(h http.Header) (*Challenge, bool) {
+	return firstChallenge(h, "Bearer")
+}
+
+// ServerChallenge returns the first Bearer challenge of the response's
+// WWW-Authenticate headers, else its first DPoP challenge: a server that
+// takes DPoP-bound tokens may challenge with either or both.
+func ServerChallenge(h http.Header) (*Challenge, bool) {
+	if c, ok := firstChallenge(h, "Bearer"); ok {
+		return c, true
+	}
+	return firstChallenge(h, "DPoP")
+}
+
+func firstChallenge(h http.Header, scheme string) (*Challenge, bool) {
 	for _, v := range h.Values("WWW-Authenticate") {
 		for _, ch := range parseChallenges(v) {
-			if strings.EqualFold(ch.scheme, "Bearer") {
+			if strings.EqualFold(ch.scheme, scheme) {
 				c := &Challenge{
+					Scheme:           scheme,
 					ResourceMetadata: ch.params["resource_metadata"],
 					Scope:            ch.params["scope"],
 					Error:            ch.params["error"],

@@ -21,6 +21,11 @@ type ResourceMetadata struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
+	// DPoPSigningAlgValuesSupported and DPoPBoundAccessTokensRequired
+	// (RFC 9728 section 2) say which DPoP proofs the resource accepts and
+	// whether it takes DPoP-bound tokens only.
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported"`
+	DPoPBoundAccessTokensRequired bool     `json:"dpop_bound_access_tokens_required"`
 }
 
 // ServerMetadata is an authorization server metadata document (RFC 8414,
@@ -38,6 +43,9 @@ type ServerMetadata struct {
 	TokenEndpointAuthSigningAlgValuesSupported []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+	// DPoPSigningAlgValuesSupported (RFC 9449 section 5.1) lists the
+	// proof algorithms of a server that issues DPoP-bound tokens.
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // SupportsS256 reports whether the metadata lists PKCE S256.
@@ -81,11 +89,13 @@ func (d *Discovery) Report() *contracts.AuthDiscovery {
 		ScopesSupported: m.ScopesSupported, GrantTypes: m.GrantTypesSupported, CodeChallengeMethods: m.CodeChallengeMethodsSupported,
 		TokenEndpointAuthMethods: m.TokenEndpointAuthMethodsSupported, TokenEndpointSigningAlgs: m.TokenEndpointAuthSigningAlgValuesSupported,
 		ClientIDMetadataDocuments: m.ClientIDMetadataDocumentSupported, IssParameterSupported: m.AuthorizationResponseIssParameterSupported,
-		DynamicRegistrationPossible: m.RegistrationEndpoint != "",
+		DynamicRegistrationPossible: m.RegistrationEndpoint != "", DPoPSigningAlgs: m.DPoPSigningAlgValuesSupported,
 	}
 	if d.Protected != nil {
 		r.AuthorizationServers = d.Protected.AuthorizationServers
 		r.ResourceScopes = d.Protected.ScopesSupported
+		r.ResourceDPoPAlgs = d.Protected.DPoPSigningAlgValuesSupported
+		r.DPoPRequired = d.Protected.DPoPBoundAccessTokensRequired
 	}
 	return r
 }
@@ -216,7 +226,7 @@ func (c *Client) Discover(ctx context.Context, o DiscoverOptions) (*Discovery, e
 	if o.Issuer != "" {
 		as = ""
 		for _, cand := range prm.AuthorizationServers {
-			if sameIssuer(cand, o.Issuer) {
+			if SameIssuer(cand, o.Issuer) {
 				as = cand
 				break
 			}
@@ -316,7 +326,7 @@ func checkMetadata(md *ServerMetadata, from, expected string) error {
 	if md.Issuer == "" {
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_document", "the metadata at %s has no issuer", safeURL(from))
 	}
-	if expected != "" && !sameIssuer(md.Issuer, expected) {
+	if expected != "" && !SameIssuer(md.Issuer, expected) {
 		return contracts.Errorf(contracts.ErrFailedPrecondition, "issuer_mismatch",
 			"the metadata at %s names issuer %s, not %s: pikod does not use it", safeURL(from), safeURL(md.Issuer), safeURL(expected))
 	}
@@ -477,10 +487,10 @@ func CanonicalResource(raw string) string {
 	return s
 }
 
-// sameIssuer compares issuer identifiers exactly, except that one trailing
+// SameIssuer compares issuer identifiers exactly, except that one trailing
 // slash is ignored (a common spelling difference between a resource's
 // metadata and the issuer's own).
-func sameIssuer(a, b string) bool {
+func SameIssuer(a, b string) bool {
 	return a == b || strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
 }
 

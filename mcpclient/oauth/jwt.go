@@ -92,15 +92,13 @@ func ClientAssertion(key crypto.Signer, alg, clientID, audience string, now time
 }
 
 func signJWT(key crypto.Signer, alg string, claims map[string]any) (string, error) {
-	header, err := json.Marshal(map[string]string{"alg": alg, "typ": "JWT"})
-	if err != nil {
-		return "", err
-	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
-	input := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(payload)
+	return signJWS(key, alg, map[string]any{"alg": alg, "typ": "JWT"}, claims)
+}
+
+// signInput signs a JWS signing input with key for alg: ECDSA signatures
+// as JWS wants them (r and s as fixed-size big-endian integers, not DER),
+// RSA as PKCS #1 v1.5.
+func signInput(key any, alg, input string) ([]byte, error) {
 	var (
 		hash crypto.Hash
 		size int
@@ -113,27 +111,24 @@ func signJWT(key crypto.Signer, alg string, claims map[string]any) (string, erro
 	case "ES512":
 		hash, size = crypto.SHA512, 66
 	default:
-		return "", contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg", "cannot sign with %q", clip(alg, 20))
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg", "cannot sign with %q", clip(alg, 20))
 	}
 	digest := hashOf(hash, []byte(input))
-	var sig []byte
 	switch k := key.(type) {
 	case *ecdsa.PrivateKey:
 		r, s, err := ecdsa.Sign(rand.Reader, k, digest)
 		if err != nil {
-			return "", fmt.Errorf("signing the client assertion: %w", err)
+			return nil, fmt.Errorf("signing: %w", err)
 		}
-		// JWS wants r and s as fixed-size big-endian integers, not DER.
-		sig = append(fixed(r, size), fixed(s, size)...)
+		return append(fixed(r, size), fixed(s, size)...), nil
 	case *rsa.PrivateKey:
-		sig, err = rsa.SignPKCS1v15(rand.Reader, k, hash, digest)
+		sig, err := rsa.SignPKCS1v15(rand.Reader, k, hash, digest)
 		if err != nil {
-			return "", fmt.Errorf("signing the client assertion: %w", err)
+			return nil, fmt.Errorf("signing: %w", err)
 		}
-	default:
-		return "", contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg", "cannot sign with this key type")
+		return sig, nil
 	}
-	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg", "cannot sign with this key type")
 }
 
 func hashOf(h crypto.Hash, b []byte) []byte {

@@ -58,6 +58,7 @@ func TestBearerChallenge(t *testing.T) {
 			}
 			continue
 		}
+		c.want.Scheme = "Bearer"
 		if !ok || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: BearerChallenge(%q) = %+v, %v; want %+v", c.name, c.header, got, ok, c.want)
 		}
@@ -414,7 +415,7 @@ func TestTokenClientAuthentication(t *testing.T) {
 		srv, req, form := tokenEndpoint(t, `{"access_token":"at","token_type":"bearer","expires_in":"60","refresh_token":"rt","scope":"a"}`, 200)
 		c := &Client{HTTP: srv.Client()}
 		auth := ClientAuth{ClientID: "id:1", Method: method, Secret: "s&cret", Key: key, Alg: "ES256", Audience: "https://as.example"}
-		resp, err := c.Token(context.Background(), srv.URL, url.Values{"grant_type": {"client_credentials"}}, auth, true)
+		resp, err := c.Token(context.Background(), srv.URL, url.Values{"grant_type": {"client_credentials"}}, auth, TokenOptions{TokenType: TokenTypeBearer})
 		if err != nil {
 			t.Fatalf("%s: %v", method, err)
 		}
@@ -483,7 +484,7 @@ func TestTokenErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		srv, _, _ := tokenEndpoint(t, c.answer, c.status)
-		_, err := (&Client{HTTP: srv.Client()}).Token(context.Background(), srv.URL, url.Values{}, ClientAuth{Method: "none"}, true)
+		_, err := (&Client{HTTP: srv.Client()}).Token(context.Background(), srv.URL, url.Values{}, ClientAuth{Method: "none"}, TokenOptions{TokenType: TokenTypeBearer})
 		if got := reasonOf(err); err == nil || got != c.reason {
 			t.Errorf("answer %s %q: err %v reason %q, want %s", fmt.Sprint(c.status), c.answer, err, got, c.reason)
 		}

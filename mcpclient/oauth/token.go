@@ -99,22 +99,81 @@ func InvalidGrant(err error) bool {
 	return errors.As(err, &te) && te.Code == "invalid_grant"
 }
 
+// Token types of TokenOptions.TokenType.
+const (
+	TokenTypeBearer = "Bearer"
+	TokenTypeDPoP   = "DPoP"
+)
+
+// TokenOptions shape one token request.
+type TokenOptions struct {
+	// TokenType is the token_type the answer must have: TokenTypeBearer,
+	// TokenTypeDPoP, or "" for any (the token exchange, whose answer is an
+	// ID-JAG with token_type N_A). DPoP makes it TokenTypeDPoP.
+	TokenType string
+	// DPoP, when set, puts a proof signed with DPoP.Key on the request
+	// (RFC 9449 section 5) with the authorization server's latest nonce.
+	DPoP *DPoP
+}
+
 // Token posts a token request to endpoint: form plus the client
-// authentication. wantBearer requires token_type Bearer (every grant but
-// the token exchange, whose answer is an ID-JAG with token_type N_A).
-func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, auth ClientAuth, wantBearer bool) (*TokenResponse, error) {
-	form = cloneValues(form)
-	header := http.Header{}
-	if err := auth.apply(form, header, time.Now()); err != nil {
-		return nil, err
+// authentication, and a DPoP proof when opts.DPoP is set. An answer 400
+// use_dpop_nonce with a DPoP-Nonce header (RFC 9449 section 8) is the one
+// answer after which the request is sent again, once, with that nonce:
+// the authorization server refused it unread. A nonce in any answer is
+// kept for the next request.
+func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, auth ClientAuth, opts TokenOptions) (*TokenResponse, error) {
+	want := opts.TokenType
+	var target *url.URL
+	if opts.DPoP != nil {
+		want = TokenTypeDPoP
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("the token endpoint %s cannot be parsed: %w", safeURL(endpoint), contracts.ErrInvalidArgument)
+		}
+		target = u
 	}
-	header.Set("Content-Type", "application/x-www-form-urlencoded")
-	status, body, err := c.post(ctx, endpoint, header, form.Encode(), tokenPost)
-	if err != nil {
-		return nil, err
+	var (
+		status int
+		body   []byte
+	)
+	for attempt := 0; ; attempt++ {
+		f := cloneValues(form)
+		header := http.Header{}
+		now := time.Now()
+		if err := auth.apply(f, header, now); err != nil {
+			return nil, err
+		}
+		if opts.DPoP != nil {
+			proof, err := opts.DPoP.Key.Proof(http.MethodPost, target, opts.DPoP.Nonce.Get(), "", now)
+			if err != nil {
+				return nil, err
+			}
+			header.Set("DPoP", proof)
+		}
+		header.Set("Content-Type", "application/x-www-form-urlencoded")
+		var rh http.Header
+		var err error
+		status, rh, body, err = c.post(ctx, endpoint, header, f.Encode(), tokenPost)
+		if err != nil {
+			return nil, err
+		}
+		if opts.DPoP == nil {
+			break
+		}
+		_, fresh := NonceFrom(rh)
+		opts.DPoP.Nonce.NoteFrom(rh)
+		if attempt == 0 && fresh && status == http.StatusBadRequest && errorCode(body) == "use_dpop_nonce" {
+			continue
+		}
+		break
 	}
 	if status < 200 || status > 299 {
-		return nil, errorAnswer(endpoint, status, body)
+		err := errorAnswer(endpoint, status, body)
+		if opts.DPoP != nil {
+			return nil, fmt.Errorf("%w (DPoP key %s)", err, opts.DPoP.Key.Thumbprint())
+		}
+		return nil, err
 	}
 	var raw struct {
 		AccessToken     string          `json:"access_token"`
@@ -132,9 +191,17 @@ func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, au
 		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
 			"the token response of %s has no access_token", safeURL(endpoint))
 	}
-	if wantBearer && !strings.EqualFold(raw.TokenType, "Bearer") {
+	switch {
+	case want == TokenTypeDPoP && !strings.EqualFold(raw.TokenType, TokenTypeDPoP):
+		// RFC 9449 section 5: a token issued for a proof is a DPoP token;
+		// any other was not bound to pikod's key.
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_not_bound",
+			"the token response of %s has token_type %q, not DPoP: the authorization server did not bind the token to pikod's key %s, which the request proved; pikod does not use it",
+			safeURL(endpoint), clip(raw.TokenType, 40), opts.DPoP.Key.Thumbprint()),
+			"set oauth.dpop to false to use plain Bearer tokens with this authorization server, or check with its operator")
+	case want == TokenTypeBearer && !strings.EqualFold(raw.TokenType, TokenTypeBearer):
 		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
-			"the token response of %s has token_type %q; pikod uses Bearer tokens only", safeURL(endpoint), clip(raw.TokenType, 40))
+			"the token response of %s has token_type %q; pikod asked for a Bearer token", safeURL(endpoint), clip(raw.TokenType, 40))
 	}
 	if strings.ContainsAny(raw.AccessToken, "\x00\r\n") || strings.ContainsAny(raw.RefreshToken, "\x00\r\n") {
 		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
@@ -152,6 +219,15 @@ func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, au
 		out.ExpiresIn = time.Duration(n * float64(time.Second))
 	}
 	return out, nil
+}
+
+// errorCode is the error of an RFC 6749 error answer, or "".
+func errorCode(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Error
 }
 
 // errorAnswer reads an RFC 6749 error answer.
@@ -281,12 +357,12 @@ var (
 )
 
 // post sends body to endpoint with header (and Accept, User-Agent) and
-// returns the answer's status and body, at most MaxDocumentBytes: a
-// transport failure or a larger answer is an error.
-func (c *Client) post(ctx context.Context, endpoint string, header http.Header, body string, w postWords) (int, []byte, error) {
+// returns the answer's status, header and body, at most MaxDocumentBytes:
+// a transport failure or a larger answer is an error.
+func (c *Client) post(ctx context.Context, endpoint string, header http.Header, body string, w postWords) (int, http.Header, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
 	if err != nil {
-		return 0, nil, fmt.Errorf("building the %s for %s: %v: %w", w.request, safeURL(endpoint), err, contracts.ErrInvalidArgument)
+		return 0, nil, nil, fmt.Errorf("building the %s for %s: %v: %w", w.request, safeURL(endpoint), err, contracts.ErrInvalidArgument)
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -297,18 +373,18 @@ func (c *Client) post(ctx context.Context, endpoint string, header http.Header, 
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return 0, nil, withClass(fmt.Errorf("%s %s: %w", w.sending, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
+		return 0, nil, nil, withClass(fmt.Errorf("%s %s: %w", w.sending, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxDocumentBytes+1))
 	if err != nil {
-		return 0, nil, withClass(fmt.Errorf("reading the %s of %s: %w", w.answer, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
+		return 0, nil, nil, withClass(fmt.Errorf("reading the %s of %s: %w", w.answer, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
 	}
 	if len(b) > MaxDocumentBytes {
-		return 0, nil, contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
+		return 0, nil, nil, contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
 			"the %s of %s is larger than %d bytes", w.answer, safeURL(endpoint), MaxDocumentBytes)
 	}
-	return resp.StatusCode, b, nil
+	return resp.StatusCode, resp.Header, b, nil
 }
 
 // RegistrationRequest is what pikod asks to register.
@@ -331,7 +407,7 @@ func (c *Client) Register(ctx context.Context, endpoint string, r RegistrationRe
 	if err != nil {
 		return nil, err
 	}
-	status, b, err := c.post(ctx, endpoint, http.Header{"Content-Type": {"application/json"}}, string(body), registrationPost)
+	status, _, b, err := c.post(ctx, endpoint, http.Header{"Content-Type": {"application/json"}}, string(body), registrationPost)
 	if err != nil {
 		return nil, err
 	}
