@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,6 +56,12 @@ the background every 10 minutes) and says what it removed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var params contracts.ReceiptsParams
 			if verify && len(args) == 1 && since == "" && !cmd.Flags().Changed("limit") && !prune && export == "" {
+				// One argument with --verify is an export file; a
+				// word that names no file is most likely a server,
+				// which --verify does not take.
+				if _, err := os.Stat(args[0]); err != nil && errors.Is(err, fs.ErrNotExist) {
+					return usageErrorf("--verify checks the whole chain, or an export file with --verify FILE, and there is no file %q: it takes no SERVER, --since or --limit", clean(args[0]))
+				}
 				return a.verifyExport(args[0])
 			}
 			if export != "" {
