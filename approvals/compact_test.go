@@ -44,7 +44,7 @@ func snapshot(t *testing.T, path string) map[string]string {
 func TestCompactFile(t *testing.T) {
 	in := newInstance(t)
 	addN(t, in, 800)
-	if _, err := in.l.PruneReceipts(0, 10, 0, in.clk.now(), 0); err != nil {
+	if _, err := in.l.PruneReceipts(0, 10, 0, in.clk.now(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	in.close()

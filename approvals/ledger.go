@@ -72,7 +72,12 @@ type Action struct {
 	ReceiptID string
 	// ReceiptPruned: retention pruned the receipt (see PruneReceipts).
 	ReceiptPruned bool
-	SourceID      string
+	// ArgumentsPruned: the action ended longer ago than the actions' age
+	// bound, and retention dropped its arguments and tool description;
+	// the record stays, with its digest, as long as its receipt does
+	// (see PruneActions).
+	ArgumentsPruned bool
+	SourceID        string
 	// NotSent marks a failed action that provably never reached the
 	// server: it may be prepared again.
 	NotSent bool
@@ -102,9 +107,11 @@ type actionRecord struct {
 	ReceiptID       string                 `json:"receiptId,omitempty"`
 	// ReceiptPruned says the receipt was pruned by retention (its range
 	// is in a checkpoint): not a missing receipt.
-	ReceiptPruned bool   `json:"receiptPruned,omitempty"`
-	SourceID      string `json:"sourceId,omitempty"`
-	NotSent       bool   `json:"notSent,omitempty"`
+	ReceiptPruned bool `json:"receiptPruned,omitempty"`
+	// ArgumentsPruned: see Action.ArgumentsPruned.
+	ArgumentsPruned bool   `json:"argumentsPruned,omitempty"`
+	SourceID        string `json:"sourceId,omitempty"`
+	NotSent         bool   `json:"notSent,omitempty"`
 	// ExpiresBoot is the expiry on the boot clock (prepared actions).
 	ExpiresBoot *bootDeadline `json:"expiresBoot,omitempty"`
 	// Caller is who asked (absent in actions stored before it was kept).
@@ -124,7 +131,7 @@ func (r *actionRecord) action() Action {
 		Arguments: json.RawMessage(bytes.Clone(r.Arguments)), ToolDescription: r.ToolDescription,
 		Fingerprints: r.Fingerprints, Digest: r.Digest,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, UpdatedAt: r.UpdatedAt,
-		Reason: r.Reason, ReceiptID: r.ReceiptID, ReceiptPruned: r.ReceiptPruned, SourceID: r.SourceID, NotSent: r.NotSent,
+		Reason: r.Reason, ReceiptID: r.ReceiptID, ReceiptPruned: r.ReceiptPruned, ArgumentsPruned: r.ArgumentsPruned, SourceID: r.SourceID, NotSent: r.NotSent,
 		Caller: r.Caller,
 	}
 }
@@ -372,15 +379,15 @@ func getAction(tx *bolt.Tx, id string) (*actionRecord, error) {
 }
 
 // notFound is the error for an id the ledger has no record of. An id the
-// tombstones know (decided before the database was restored from an older
-// copy) says so.
+// tombstones know (decided, then pruned by retention or lost to a restore
+// of an older copy) says so.
 func (l *Ledger) notFound(id string) error {
 	if _, ok := l.tombs.state(id); ok {
 		return contracts.Errorf(contracts.ErrNotFound, "action_not_found",
-			"action %s was decided before the database was restored from an older copy and is gone; make the call again to prepare a new action", id)
+			"action %s was decided and is no longer in the ledger (retention removed it after retention.actions.maxAge, or the database was restored from an older copy); it cannot be approved again: make the call again to prepare a new action", id)
 	}
 	return contracts.Errorf(contracts.ErrNotFound, "action_not_found",
-		"no action %q: list actions with 'pikoctl mcp actions'", id)
+		"no action %q (ended actions leave the ledger after retention.actions.maxAge): list actions with 'pikoctl mcp actions'", id)
 }
 
 // expiry returns when rec expires on the wall clock as it reads now: its
@@ -1014,7 +1021,7 @@ func (a Action) Summary() contracts.ActionSummary {
 		CreatedAt: a.CreatedAt.UTC().Format(time.RFC3339),
 		UpdatedAt: a.UpdatedAt.UTC().Format(time.RFC3339),
 		Reason:    a.Reason, Advice: a.Advice(), ReceiptID: a.ReceiptID, NotSent: a.NotSent,
-		Caller: a.Caller,
+		ArgumentsPruned: a.ArgumentsPruned, Caller: a.Caller,
 	}
 	if !a.ExpiresAt.IsZero() {
 		s.ExpiresAt = a.ExpiresAt.UTC().Format(time.RFC3339)

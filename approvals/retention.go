@@ -142,7 +142,12 @@ type PruneReport struct {
 // meanwhile wait for one batch at most), and stops at the first receipt
 // within every bound. The newest receipt (the chain's head) is never
 // pruned.
-func (l *Ledger) PruneReceipts(maxAge time.Duration, maxCount uint64, maxBytes int64, now time.Time, batch int) (PruneReport, error) {
+//
+// A pruned receipt takes with it what only it vouched for: the retained
+// source it names (from sources, when not nil: its text and its
+// metadata, so nothing of an unverifiable result stays) and an action
+// slimmed by PruneActions.
+func (l *Ledger) PruneReceipts(maxAge time.Duration, maxCount uint64, maxBytes int64, now time.Time, batch int, sources *SourceStore) (PruneReport, error) {
 	if batch <= 0 {
 		batch = PruneBatch
 	}
@@ -154,11 +159,22 @@ func (l *Ledger) PruneReceipts(maxAge time.Duration, maxCount uint64, maxBytes i
 	for {
 		n := 0
 		more := false
+		var after func()
 		err := l.group.update(func(tx *bolt.Tx) error {
 			var err error
-			n, more, err = pruneBatch(tx, maxAge, maxCount, maxBytes, now, batch, run, &rep)
+			var srcs []string
+			after = nil
+			n, more, srcs, err = pruneBatch(tx, maxAge, maxCount, maxBytes, now, batch, run, &rep)
+			if err != nil || sources == nil || len(srcs) == 0 {
+				return err
+			}
+			after, err = sources.dropTx(tx, srcs)
 			return err
-		}, nil)
+		}, func() {
+			if after != nil {
+				after()
+			}
+		})
 		if err != nil {
 			return rep, fmt.Errorf("pruning receipts: %w", err)
 		}
@@ -172,18 +188,21 @@ func (l *Ledger) PruneReceipts(maxAge time.Duration, maxCount uint64, maxBytes i
 	}
 }
 
-func pruneBatch(tx *bolt.Tx, maxAge time.Duration, maxCount uint64, maxBytes int64, now time.Time, batch int, run string, rep *PruneReport) (int, bool, error) {
+// pruneBatch prunes one batch in tx; it returns how many receipts it
+// pruned, whether more may be due, and the sources the pruned receipts
+// named.
+func pruneBatch(tx *bolt.Tx, maxAge time.Duration, maxCount uint64, maxBytes int64, now time.Time, batch int, run string, rep *PruneReport) (int, bool, []string, error) {
 	stats, err := readStats(tx)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	head, err := readHead(tx)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	cp, haveCP, err := lastCheckpoint(tx)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	if !haveCP || cp.Run != run {
 		cp = Checkpoint{Run: run, FromSeq: cp.ToSeq + 1, ToSeq: cp.ToSeq}
@@ -191,6 +210,7 @@ func pruneBatch(tx *bolt.Tx, maxAge time.Duration, maxCount uint64, maxBytes int
 	rb, bySeq, byTime, actions := tx.Bucket(bucketReceipts), tx.Bucket(bucketReceiptsBySeq), tx.Bucket(bucketReceiptsByTime), tx.Bucket(bucketActions)
 	c := bySeq.Cursor()
 	n := 0
+	var srcs []string
 	k, idb := c.First()
 	for ; k != nil && n < batch; k, idb = c.First() {
 		seq := binary.BigEndian.Uint64(k)
@@ -199,11 +219,11 @@ func pruneBatch(tx *bolt.Tx, maxAge time.Duration, maxCount uint64, maxBytes int
 		}
 		stored := rb.Get(idb)
 		if stored == nil {
-			return n, false, fmt.Errorf("receipt %s (sequence %d) is missing: verify the chain", idb, seq)
+			return n, false, nil, fmt.Errorf("receipt %s (sequence %d) is missing: verify the chain", idb, seq)
 		}
 		var r Receipt
 		if err := json.Unmarshal(stored, &r); err != nil {
-			return n, false, fmt.Errorf("receipt %s is unreadable: %w", idb, err)
+			return n, false, nil, fmt.Errorf("receipt %s is unreadable: %w", idb, err)
 		}
 		over := (maxCount > 0 && stats.Count > maxCount) || (maxBytes > 0 && stats.Bytes > maxBytes) ||
 			(maxAge > 0 && r.CreatedAt.Before(now.Add(-maxAge)))
@@ -211,31 +231,41 @@ func pruneBatch(tx *bolt.Tx, maxAge time.Duration, maxCount uint64, maxBytes int
 			break
 		}
 		if seq != cp.ToSeq+1 {
-			return n, false, fmt.Errorf("the oldest receipt is sequence %d, not %d as the checkpoint continues: verify the chain", seq, cp.ToSeq+1)
+			return n, false, nil, fmt.Errorf("the oldest receipt is sequence %d, not %d as the checkpoint continues: verify the chain", seq, cp.ToSeq+1)
 		}
 		id := string(idb)
 		if err := rb.Delete(idb); err != nil {
-			return n, false, err
+			return n, false, nil, err
 		}
 		if err := bySeq.Delete(k); err != nil {
-			return n, false, err
+			return n, false, nil, err
 		}
 		if err := byTime.Delete(timeKey(r.CreatedAt, id)); err != nil {
-			return n, false, err
+			return n, false, nil, err
 		}
 		if r.ActionID != "" {
 			if v := actions.Get([]byte(r.ActionID)); v != nil {
 				rec, err := decodeAction(v)
 				if err != nil {
-					return n, false, err
+					return n, false, nil, err
 				}
-				if rec.ReceiptID == id {
+				switch {
+				case rec.ReceiptID != id:
+				case rec.ArgumentsPruned:
+					// Slimmed for this receipt alone: it goes with it.
+					if err := actions.Delete([]byte(rec.ID)); err != nil {
+						return n, false, nil, err
+					}
+				default:
 					rec.ReceiptPruned = true
 					if err := putAction(tx, rec); err != nil {
-						return n, false, err
+						return n, false, nil, err
 					}
 				}
 			}
+		}
+		if r.SourceID != "" {
+			srcs = append(srcs, r.SourceID)
 		}
 		if cp.Count == 0 {
 			cp.OldestAt = r.CreatedAt
@@ -247,21 +277,21 @@ func pruneBatch(tx *bolt.Tx, maxAge time.Duration, maxCount uint64, maxBytes int
 	}
 	rep.Kept, rep.KeptBytes = stats.Count, stats.Bytes
 	if n == 0 {
-		return 0, false, nil
+		return 0, false, nil, nil
 	}
 	cps := tx.Bucket(bucketReceiptCheckpoints)
 	// One record per run, keyed by its first sequence number.
 	v, err := json.Marshal(cp)
 	if err != nil {
-		return n, false, err
+		return n, false, nil, err
 	}
 	if err := cps.Put(seqKey(cp.FromSeq), v); err != nil {
-		return n, false, err
+		return n, false, nil, err
 	}
 	if err := writeStats(tx, stats); err != nil {
-		return n, false, err
+		return n, false, nil, err
 	}
-	return n, n == batch, nil
+	return n, n == batch, srcs, nil
 }
 
 // ReceiptFootprint is what the receipts take now.
@@ -390,4 +420,134 @@ func (l *Ledger) ExportReceipts(w io.Writer, now time.Time) (ExportHeader, error
 		}
 	}
 	return hdr, nil
+}
+
+// ActionPruneReport is what one PruneActions did.
+type ActionPruneReport struct {
+	// Removed actions are gone from the database (their receipts were
+	// pruned already, or they never had one); Slimmed ones lost their
+	// arguments and tool description and stay for their receipt.
+	Removed, Slimmed int
+	Batches          int
+}
+
+// endedState tells the states retention may prune: the action ended and
+// nothing more will happen to it. Prepared, approved, dispatched and
+// uncertain actions are never pruned.
+func endedState(s string) bool {
+	switch s {
+	case contracts.ActionCompleted, contracts.ActionFailed, contracts.ActionRejected, contracts.ActionExpired, contracts.ActionStale:
+		return true
+	}
+	return false
+}
+
+// PruneActions applies the ended actions' age bound: an action that ended
+// (completed, failed, rejected, expired or stale) before now-maxAge leaves
+// the list of actions. If its receipt is still kept, the record stays,
+// slimmed to what the receipt's cross-check needs (state, digest,
+// fingerprints, receipt), and goes when the receipt is pruned; otherwise
+// the record is removed. Decided and dispatched ids stay in the tombstone
+// file for good, so a pruned id can never be approved again. It works
+// oldest first in batches of batch actions (PruneBatch if 0), one short
+// transaction each.
+func (l *Ledger) PruneActions(maxAge time.Duration, now time.Time, batch int) (ActionPruneReport, error) {
+	var rep ActionPruneReport
+	if maxAge <= 0 {
+		return rep, nil
+	}
+	if batch <= 0 {
+		batch = PruneBatch
+	}
+	cutoff := now.Add(-maxAge)
+	// Actions are indexed by creation time; one that ended before the
+	// cutoff was created before it too, so the scan stops at the cutoff.
+	// scanMax bounds the keys one transaction looks at (the actions kept
+	// for the age bound, still open, are skipped, not counted).
+	scanMax := batch * 16
+	var after []byte
+	for {
+		var (
+			next             []byte
+			done             bool
+			removed, slimmed int
+		)
+		err := l.group.update(func(tx *bolt.Tx) error {
+			next, done, removed, slimmed = nil, false, 0, 0
+			actions, index := tx.Bucket(bucketActions), tx.Bucket(bucketActionsByTime)
+			c := index.Cursor()
+			k, _ := c.First()
+			if after != nil {
+				if k, _ = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			var drop [][]byte
+			var recs []*actionRecord
+			for scanned := 0; ; k, _ = c.Next() {
+				if k == nil {
+					done = true
+					break
+				}
+				if len(drop) == batch || scanned == scanMax {
+					break
+				}
+				scanned++
+				next = bytes.Clone(k)
+				if len(k) <= 8 {
+					continue
+				}
+				if int64(binary.BigEndian.Uint64(k[:8])) >= cutoff.UnixNano() {
+					done = true
+					break
+				}
+				v := actions.Get(k[8:])
+				if v == nil {
+					drop, recs = append(drop, bytes.Clone(k)), append(recs, nil)
+					continue
+				}
+				rec, err := decodeAction(v)
+				if err != nil {
+					return err
+				}
+				if !endedState(rec.State) || !rec.UpdatedAt.Before(cutoff) {
+					continue
+				}
+				drop, recs = append(drop, bytes.Clone(k)), append(recs, rec)
+			}
+			for i, k := range drop {
+				if err := index.Delete(k); err != nil {
+					return err
+				}
+				rec := recs[i]
+				switch {
+				case rec == nil:
+				case rec.ReceiptID != "" && !rec.ReceiptPruned:
+					rec.Arguments, rec.ToolDescription, rec.ArgumentsPruned = nil, "", true
+					if err := putAction(tx, rec); err != nil {
+						return err
+					}
+					slimmed++
+				default:
+					if err := actions.Delete([]byte(rec.ID)); err != nil {
+						return err
+					}
+					removed++
+				}
+			}
+			return nil
+		}, nil)
+		if err != nil {
+			return rep, fmt.Errorf("pruning ended actions: %w", err)
+		}
+		if removed+slimmed > 0 {
+			rep.Batches++
+			rep.Removed += removed
+			rep.Slimmed += slimmed
+		}
+		if done || next == nil {
+			return rep, nil
+		}
+		after = next
+	}
 }

@@ -20,7 +20,10 @@ func Review(a Action) contracts.ActionReview {
 	c.Client.Name = contracts.SafeText(c.Client.Name, contracts.OneLine, 0)
 	c.Client.Version = contracts.SafeText(c.Client.Version, contracts.OneLine, 0)
 	var indented bytes.Buffer
-	if err := json.Indent(&indented, a.Arguments, "", "  "); err != nil {
+	switch {
+	case a.ArgumentsPruned:
+		indented.WriteString("(dropped by retention: the action ended longer ago than retention.actions.maxAge; its digest still binds them)")
+	case json.Indent(&indented, a.Arguments, "", "  ") != nil:
 		indented.Reset()
 		indented.Write(a.Arguments)
 	}

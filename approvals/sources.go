@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -76,7 +77,8 @@ var sourceIDPattern = regexp.MustCompile(`^src_[0-9a-f]{32}$`)
 type SourceStore struct {
 	db  *DB
 	dir string
-	cap int64
+	// cap is the bound on the bytes of live sources (SetCap changes it).
+	cap atomic.Int64
 	now func() time.Time
 
 	// inlineMax is the largest source kept inline (InlineSourceBytes;
@@ -126,8 +128,9 @@ func OpenSourceStore(db *DB, dir string, capBytes int64, now func() time.Time) (
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restricting the sources directory: %w", err)
 	}
-	s := &SourceStore{db: db, dir: dir, cap: capBytes, now: now, inlineMax: InlineSourceBytes,
+	s := &SourceStore{db: db, dir: dir, now: now, inlineMax: InlineSourceBytes,
 		pending: map[string]sourceRecord{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s.cap.Store(capBytes)
 	live := map[string]bool{}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSources)
@@ -165,7 +168,7 @@ func OpenSourceStore(db *DB, dir string, capBytes int64, now func() time.Time) (
 }
 
 // Cap returns the cap on the bytes of all live sources.
-func (s *SourceStore) Cap() int64 { return s.cap }
+func (s *SourceStore) Cap() int64 { return s.cap.Load() }
 
 // UsedBytes returns the bytes of all live sources.
 func (s *SourceStore) UsedBytes() int64 {
@@ -342,12 +345,8 @@ func (s *SourceStore) commitTx(tx *bolt.Tx, recs []*sourceRecord) (after func(),
 		keep[r.ID] = true
 		added += r.Bytes
 	}
-	base := s.UsedBytes()
-	if s.txOf == tx {
-		base = s.txTotal
-	}
 	var evicted []string
-	total := base + added
+	total := s.baseTotal(tx) + added
 	b := tx.Bucket(bucketSources)
 	meta, order, data := b.Bucket(bucketSourceMeta), b.Bucket(bucketSourceOrder), b.Bucket(bucketSourceData)
 	for _, rec := range recs {
@@ -372,18 +371,12 @@ func (s *SourceStore) commitTx(tx *bolt.Tx, recs []*sourceRecord) (after func(),
 	// skip entries after a delete.
 	var drop [][]byte
 	c := order.Cursor()
-	for k, v := c.First(); k != nil && total > s.cap && !keep[string(v)]; k, v = c.Next() {
+	for k, v := c.First(); k != nil && total > s.Cap() && !keep[string(v)]; k, v = c.Next() {
 		old, err := getSource(meta, v)
 		if err != nil {
 			return nil, err
 		}
-		if old.Inline {
-			if err := data.Delete([]byte(old.ID)); err != nil {
-				return nil, err
-			}
-		}
-		old.Evicted, old.EvictedAt, old.Index = true, s.now().UTC(), nil
-		if err := putSource(meta, old); err != nil {
+		if err := s.evictTx(meta, data, old); err != nil {
 			return nil, err
 		}
 		total -= old.Bytes
@@ -395,17 +388,7 @@ func (s *SourceStore) commitTx(tx *bolt.Tx, recs []*sourceRecord) (after func(),
 			return nil, err
 		}
 	}
-	s.txOf, s.txTotal = tx, total
-	return func() {
-		s.mu.Lock()
-		s.total = total
-		s.mu.Unlock()
-		// The tombstones are committed; a file left by a crash here is
-		// removed at the next open.
-		for _, old := range evicted {
-			_ = os.Remove(filepath.Join(s.dir, old))
-		}
-	}, nil
+	return s.settleTx(tx, total, evicted), nil
 }
 
 // StagedSource is a call's result made ready to retain by Stage: a large
@@ -524,7 +507,7 @@ func (s *SourceStore) record(id string) (sourceRecord, error) {
 	}
 	if !found {
 		return sourceRecord{}, contracts.Errorf(contracts.ErrNotFound, "unknown_source",
-			"no retained source %q: use the originalResultSourceId of a call result", clip(id, 80))
+			"no retained source %q: use the originalResultSourceId of a call result (a source goes when retention prunes its receipt)", clip(id, 80))
 	}
 	return rec, nil
 }
@@ -716,6 +699,6 @@ func (s *SourceStore) Text(id string, max int64) ([]byte, error) {
 // evicted is the error for reading an evicted source.
 func (s *SourceStore) evicted(rec sourceRecord) error {
 	return contracts.Errorf(contracts.ErrNotFound, "source_evicted",
-		"source %s was evicted at %s to keep retained sources under their cap (%d bytes); its result is no longer available",
-		rec.ID, rec.EvictedAt.Format(time.RFC3339), s.cap)
+		"source %s was evicted at %s to keep retained sources within their bounds (retention.sources: at most %d bytes); its result is no longer available",
+		rec.ID, rec.EvictedAt.Format(time.RFC3339), s.Cap())
 }

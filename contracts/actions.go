@@ -70,6 +70,11 @@ type ActionSummary struct {
 	// NotSent is true for a failed action that provably never reached the
 	// server ("failed (not sent)"): it can be prepared again.
 	NotSent bool `json:"notSent,omitempty"`
+	// ArgumentsPruned is true for an action that ended longer ago than
+	// retention.actions.maxAge: its arguments and tool description were
+	// dropped (its digest, state and receipt stay, as long as the receipt
+	// is kept).
+	ArgumentsPruned bool `json:"argumentsPruned,omitempty"`
 	// Caller is who asked for the call (absent for actions recorded
 	// before pikod kept callers). In an ActionReview its text is already
 	// made safe to show.

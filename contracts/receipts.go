@@ -51,8 +51,15 @@ type PruneStatus struct {
 	Batches   int    `json:"batches"`
 	Kept      uint64 `json:"kept"`
 	KeptBytes int64  `json:"keptBytes"`
-	TookMs    int64  `json:"tookMs"`
-	Error     string `json:"error,omitempty"`
+	// ActionsRemoved and ActionsSlimmed are the ended actions past
+	// retention.actions.maxAge that the run removed, or slimmed to what
+	// their kept receipt needs; SourcesEvicted the sources it evicted for
+	// retention.sources.
+	ActionsRemoved int    `json:"actionsRemoved,omitempty"`
+	ActionsSlimmed int    `json:"actionsSlimmed,omitempty"`
+	SourcesEvicted int    `json:"sourcesEvicted,omitempty"`
+	TookMs         int64  `json:"tookMs"`
+	Error          string `json:"error,omitempty"`
 }
 
 // ReceiptsResult is the result of extensions.mcp.receipts. A list or a

@@ -17,14 +17,15 @@ type RetentionSettings struct {
 	// DefaultReceiptMaxAge and DefaultReceiptMaxBytes, no count limit.
 	Receipts *RetentionBounds `json:"receipts,omitempty"`
 	// Sources: retained original results beyond MaxBytes (default
-	// DefaultSourceMaxBytes, applied from the next start) are evicted,
-	// oldest first (a tombstone says so). MaxAge is refused: not enforced
-	// yet.
+	// DefaultSourceMaxBytes) or older than MaxAge (default: no age bound)
+	// are evicted, oldest first; an evicted source keeps a tombstone
+	// until its receipt is pruned, and goes with it.
 	Sources *RetentionBounds `json:"sources,omitempty"`
-	// Actions: reserved for the ended actions' age bound; MaxAge is
-	// refused (not enforced yet): actions are kept, and the record of an
-	// action that is prepared, approved, dispatched or uncertain never
-	// goes.
+	// Actions: an action that ended (completed, failed, rejected,
+	// expired, stale) longer than MaxAge ago (default
+	// DefaultActionMaxAge) leaves the list; its record stays, without its
+	// arguments, as long as its receipt does. The record of an action
+	// that is prepared, approved, dispatched or uncertain never goes.
 	Actions *RetentionBounds `json:"actions,omitempty"`
 }
 
@@ -163,11 +164,4 @@ func (c *checker) retention(r *RetentionSettings) {
 	c.retentionBounds("retention.receipts", r.Receipts, true, true)
 	c.retentionBounds("retention.sources", r.Sources, false, true)
 	c.retentionBounds("retention.actions", r.Actions, false, false)
-	// Not enforced by this build yet: refused rather than ignored.
-	if r.Sources != nil && r.Sources.MaxAge != "" {
-		c.add("retention.sources.maxAge", "is not enforced by this pikod yet: sources are bounded by maxBytes (oldest evicted first); remove it")
-	}
-	if r.Actions != nil && r.Actions.MaxAge != "" {
-		c.add("retention.actions.maxAge", "is not enforced by this pikod yet: ended actions are kept; remove it")
-	}
 }

@@ -17,6 +17,13 @@ func TestRetentionSettings(t *testing.T) {
 		r.SourceMaxBytes != 1<<20 || r.SourceMaxAge != 0 || r.ActionMaxAge != DefaultActionMaxAge {
 		t.Errorf("resolved %+v", r)
 	}
+	s, err = ParseMCPSettings([]byte(`{"servers": [], "retention": {"sources": {"maxAge": "7d"}, "actions": {"maxAge": "36h"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Retention.Resolved(); r.SourceMaxAge != 7*24*time.Hour || r.ActionMaxAge != 36*time.Hour || r.SourceMaxBytes != DefaultSourceMaxBytes {
+		t.Errorf("ages resolved %+v", r)
+	}
 	if d := (*RetentionSettings)(nil).Resolved(); d.ReceiptMaxAge != DefaultReceiptMaxAge || d.ReceiptMaxBytes != DefaultReceiptMaxBytes ||
 		d.SourceMaxBytes != DefaultSourceMaxBytes || d.ActionMaxAge != DefaultActionMaxAge || d.ReceiptMaxCount != 0 {
 		t.Errorf("defaults %+v", d)
@@ -34,8 +41,8 @@ func TestRetentionSettings(t *testing.T) {
 		`{"sources": {"maxCount": 5}}`:      "retention.sources.maxCount: does not apply here",
 		`{"receipt": {}}`:                   "retention.receipt: unknown property",
 		`{"receipts": {"maxAge": "1y"}}`:    `"1y" is not a duration`,
-		`{"actions": {"maxAge": "30d"}}`:    "retention.actions.maxAge: is not enforced by this pikod yet",
-		`{"sources": {"maxAge": "30d"}}`:    "retention.sources.maxAge: is not enforced by this pikod yet",
+		`{"actions": {"maxAge": "30s"}}`:    "retention.actions.maxAge: must be at least 1m0s",
+		`{"sources": {"maxAge": "a week"}}`: `retention.sources.maxAge: "a week" is not a duration`,
 		`[]`:                                "retention: must be an object",
 	} {
 		_, err := ParseMCPSettings([]byte(`{"servers": [], "retention": ` + in + `}`))

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -62,18 +63,31 @@ func (p *pruner) prune() (contracts.PruneStatus, error) {
 	r := p.d.settings.Retention.Resolved()
 	p.d.mu.Unlock()
 	start := time.Now()
-	rep, err := p.d.ledger.PruneReceipts(r.ReceiptMaxAge, uint64(r.ReceiptMaxCount), r.ReceiptMaxBytes, time.Now(), 0)
-	st := contracts.PruneStatus{At: start.UTC().Format(time.RFC3339), Pruned: rep.Pruned, Batches: rep.Batches,
-		Kept: rep.Kept, KeptBytes: rep.KeptBytes, TookMs: time.Since(start).Milliseconds()}
+	// Receipts first (their sources and slimmed actions go with them),
+	// then the ended actions' age bound, then the sources' bounds.
+	rep, err := p.d.ledger.PruneReceipts(r.ReceiptMaxAge, uint64(r.ReceiptMaxCount), r.ReceiptMaxBytes, start, 0, p.d.sources)
+	var acts approvals.ActionPruneReport
+	if err == nil {
+		acts, err = p.d.ledger.PruneActions(r.ActionMaxAge, start, 0)
+	}
+	evicted := 0
+	if err == nil {
+		p.d.sources.SetCap(r.SourceMaxBytes)
+		evicted, err = p.d.sources.EvictOlder(r.SourceMaxAge, start, 0)
+	}
+	st := contracts.PruneStatus{At: start.UTC().Format(time.RFC3339), Pruned: rep.Pruned, Batches: rep.Batches + acts.Batches,
+		Kept: rep.Kept, KeptBytes: rep.KeptBytes, ActionsRemoved: acts.Removed, ActionsSlimmed: acts.Slimmed,
+		SourcesEvicted: evicted, TookMs: time.Since(start).Milliseconds()}
 	if err != nil {
 		st.Error = err.Error()
 	}
 	p.mu.Lock()
 	p.last = st
 	p.mu.Unlock()
-	if rep.Pruned > 0 {
-		p.d.log.Info().Uint64("pruned", rep.Pruned).Int("batches", rep.Batches).Uint64("kept", rep.Kept).
-			Int64("kept_bytes", rep.KeptBytes).Int64("took_ms", st.TookMs).Msg("receipts pruned to the retention bounds")
+	if rep.Pruned > 0 || acts.Removed+acts.Slimmed > 0 || evicted > 0 {
+		p.d.log.Info().Uint64("pruned", rep.Pruned).Int("batches", st.Batches).Uint64("kept", rep.Kept).
+			Int64("kept_bytes", rep.KeptBytes).Int("actions_removed", acts.Removed).Int("actions_slimmed", acts.Slimmed).
+			Int("sources_evicted", evicted).Int64("took_ms", st.TookMs).Msg("pruned to the retention bounds")
 	}
 	return st, err
 }

@@ -18,8 +18,10 @@ func TestReceiptRetention(t *testing.T) {
 	t.Parallel()
 	d, _ := approvalDaemon(t)
 	// echo is granted as a read (countServer).
+	var sources []string
 	for i := range 12 {
-		callTool(t, d, "fx", "echo", fmt.Sprintf(`{"text":"r%d"}`, i))
+		res := callTool(t, d, "fx", "echo", fmt.Sprintf(`{"text":"r%d"}`, i))
+		sources = append(sources, res.OriginalResultSourceID)
 	}
 	settings := readSettings(t, d)
 	with := strings.Replace(string(settings.Settings), `{"servers":`, `{"retention":{"receipts":{"maxCount":5}},"servers":`, 1)
@@ -40,6 +42,17 @@ func TestReceiptRetention(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("--verify lacks %q:\n%s", want, text)
 		}
+	}
+	// A pruned receipt took its retained result with it; a kept one's
+	// result still reads.
+	if we := d.callErr(t, contracts.MethodSourceRead, contracts.SourceReadParams{SourceID: sources[0]}); we.Reason() != "unknown_source" ||
+		!strings.Contains(we.Message, "retention prunes its receipt") {
+		t.Errorf("the result of a pruned receipt reads as %+v", we)
+	}
+	var kept contracts.SourceReadResult
+	d.callInto(t, contracts.MethodSourceRead, contracts.SourceReadParams{SourceID: sources[11]}, &kept)
+	if !strings.Contains(kept.Text, "r11") {
+		t.Errorf("the result of a kept receipt reads %q", kept.Text)
 	}
 	list := receiptsJSON(t, d)
 	if len(list.Receipts) != 5 || list.Receipts[len(list.Receipts)-1].Seq != 8 {

@@ -86,6 +86,10 @@ the background every 10 minutes) and says what it removed.`,
 				return a.receiptsOp(cmd.Context(), contracts.ReceiptsParams{Prune: true}, func(res contracts.ReceiptsResult) {
 					if p := res.Pruned; p != nil {
 						fmt.Fprintf(a.stdout, "pruned %d receipts in %d batches (%d ms); %d kept, %d bytes\n", p.Pruned, p.Batches, p.TookMs, p.Kept, p.KeptBytes)
+						if p.ActionsRemoved+p.ActionsSlimmed+p.SourcesEvicted > 0 {
+							fmt.Fprintf(a.stdout, "ended actions past retention.actions.maxAge: %d removed, %d kept without their arguments for their receipts; %d retained results evicted\n",
+								p.ActionsRemoved, p.ActionsSlimmed, p.SourcesEvicted)
+						}
 					}
 				})
 			}
