@@ -17,11 +17,11 @@ func TestRetentionSettings(t *testing.T) {
 		r.SourceMaxBytes != 1<<20 || r.SourceMaxAge != 0 || r.ActionMaxAge != DefaultActionMaxAge {
 		t.Errorf("resolved %+v", r)
 	}
-	s, err = ParseMCPSettings([]byte(`{"servers": [], "retention": {"sources": {"maxAge": "7d"}, "actions": {"maxAge": "36h"}}}`))
+	ages, err := ParseMCPSettings([]byte(`{"servers": [], "retention": {"sources": {"maxAge": "7d"}, "actions": {"maxAge": "36h"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Retention.Resolved(); r.SourceMaxAge != 7*24*time.Hour || r.ActionMaxAge != 36*time.Hour || r.SourceMaxBytes != DefaultSourceMaxBytes {
+	if r := ages.Retention.Resolved(); r.SourceMaxAge != 7*24*time.Hour || r.ActionMaxAge != 36*time.Hour || r.SourceMaxBytes != DefaultSourceMaxBytes {
 		t.Errorf("ages resolved %+v", r)
 	}
 	if d := (*RetentionSettings)(nil).Resolved(); d.ReceiptMaxAge != DefaultReceiptMaxAge || d.ReceiptMaxBytes != DefaultReceiptMaxBytes ||
