@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -33,6 +34,8 @@ type CompactReport struct {
 	Free          int64 // bytes in free pages before
 	Compacted     bool
 	Took          time.Duration
+	// Held is how long calls waited for the switch (DB.Compact).
+	Held time.Duration
 }
 
 // CompactFile compacts the database at path when its free pages exceed
@@ -107,4 +110,199 @@ func CompactFile(path string, lockTimeout time.Duration, minFree int64, ratio fl
 	}
 	rep.Compacted, rep.Took = true, time.Since(start)
 	return rep, nil
+}
+
+// Compact compacts the open database with pikod running, when its free
+// pages exceed both minFree bytes and ratio of its size (force: always).
+// Calls go on while the copy is made from a read transaction; then the
+// copy is brought up to date with what they wrote meanwhile, twice: once
+// while they still run, and once with every transaction held, just before
+// the switch (rep.Held says how long calls waited). The switch syncs the
+// copy, closes the old file and renames the copy over it; the copy's open
+// handle becomes the database. Until the rename the old file is whole and
+// in use; a crash leaves it (and a partial copy the next start removes).
+// Every bucket, key, value and bucket sequence is kept byte for byte.
+func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, error) {
+	var rep CompactReport
+	h := db.bolt
+	tmp := db.path + ".compact"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return rep, fmt.Errorf("removing the unfinished compaction %s: %w", tmp, err)
+	}
+	rep.Before, rep.Free = db.Footprint()
+	if !force && (rep.Free < minFree || float64(rep.Free) < ratio*float64(rep.Before)) {
+		rep.After = rep.Before
+		return rep, nil
+	}
+	start := time.Now()
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	if err != nil {
+		return rep, fmt.Errorf("creating %s: %w", tmp, err)
+	}
+	abandon := func(err error) (CompactReport, error) {
+		dst.Close()
+		os.Remove(tmp)
+		return rep, fmt.Errorf("compacting %s: %w (the database is unchanged)", db.path, err)
+	}
+	// The copy, then a first catch-up, with calls running.
+	h.gate.RLock()
+	err = bolt.Compact(dst, h.b, 64<<20)
+	if err == nil {
+		err = catchUp(dst, h.b)
+	}
+	h.gate.RUnlock()
+	if err != nil {
+		return abandon(err)
+	}
+	// The switch, with every transaction held.
+	h.gate.Lock()
+	defer h.gate.Unlock()
+	held := time.Now()
+	if err := catchUp(dst, h.b); err != nil {
+		return abandon(err)
+	}
+	dst.NoSync = false
+	if err := dst.Sync(); err != nil {
+		return abandon(err)
+	}
+	if err := h.b.Close(); err != nil {
+		return abandon(fmt.Errorf("closing the old file: %w", err))
+	}
+	if err := os.Rename(tmp, db.path); err != nil {
+		// The old file is still at its place: open it again.
+		dst.Close()
+		os.Remove(tmp)
+		old, oerr := bolt.Open(db.path, 0o600, &bolt.Options{Timeout: time.Second})
+		if oerr != nil {
+			return rep, fmt.Errorf("replacing %s with its compacted copy: %w; reopening it failed too: %w (restart pikod)", db.path, err, oerr)
+		}
+		h.b = old
+		return rep, fmt.Errorf("replacing %s with its compacted copy: %w (the database is unchanged)", db.path, err)
+	}
+	h.b = dst
+	rep.Held = time.Since(held)
+	if err := syncDir(filepath.Dir(db.path)); err != nil {
+		return rep, fmt.Errorf("compacted %s, but syncing its directory failed: %w", db.path, err)
+	}
+	rep.After, _ = sizeOf(dst)
+	rep.Compacted, rep.Took = true, time.Since(start)
+	return rep, nil
+}
+
+func sizeOf(b *bolt.DB) (size int64, err error) {
+	err = b.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	return size, err
+}
+
+// catchUp makes dst hold exactly what src holds, in one transaction of
+// each: what src gained or changed is written to dst, what it lost is
+// deleted from dst, bucket sequences included. Both walk their keys in
+// order side by side, so it reads each file once.
+func catchUp(dst, src *bolt.DB) error {
+	return src.View(func(stx *bolt.Tx) error {
+		return dst.Update(func(dtx *bolt.Tx) error {
+			return syncLevel(stx.Cursor(), dtx.Cursor(),
+				func(k []byte) (*bolt.Bucket, *bolt.Bucket, error) {
+					d, err := dtx.CreateBucketIfNotExists(k)
+					return stx.Bucket(k), d, err
+				},
+				func(k, _ []byte) error { return fmt.Errorf("the root holds a value %q, not a bucket", k) },
+				dtx.DeleteBucket)
+		})
+	})
+}
+
+// syncLevel brings the keys under dc (one bucket of dst, or its root) to
+// those under sc. nested opens the pair of sub-buckets named k (creating
+// dst's); put writes a value (at the root, which holds buckets only, an error);
+// drop deletes a sub-bucket. Changes are applied after the walk, as bbolt
+// cursors do not survive writes to their bucket.
+func syncLevel(sc, dc *bolt.Cursor, nested func(k []byte) (*bolt.Bucket, *bolt.Bucket, error),
+	put func(k, v []byte) error, drop func(k []byte) error) error {
+	type change struct {
+		k, v   []byte
+		bucket bool // k is (or becomes) a sub-bucket
+		del    bool
+	}
+	var changes []change
+	var subs [][]byte
+	sk, sv := sc.First()
+	dk, dv := dc.First()
+	for sk != nil || dk != nil {
+		cmp := 0
+		switch {
+		case sk == nil:
+			cmp = 1
+		case dk == nil:
+			cmp = -1
+		default:
+			cmp = bytes.Compare(sk, dk)
+		}
+		switch {
+		case cmp < 0: // only in src
+			if sv == nil {
+				subs = append(subs, sk)
+			} else {
+				changes = append(changes, change{k: sk, v: sv})
+			}
+			sk, sv = sc.Next()
+		case cmp > 0: // only in dst
+			changes = append(changes, change{k: bytes.Clone(dk), bucket: dv == nil, del: true})
+			dk, dv = dc.Next()
+		default:
+			switch {
+			case sv == nil && dv == nil:
+				subs = append(subs, sk)
+			case sv == nil || dv == nil: // a value became a bucket or back
+				changes = append(changes, change{k: bytes.Clone(dk), bucket: dv == nil, del: true})
+				if sv == nil {
+					subs = append(subs, sk)
+				} else {
+					changes = append(changes, change{k: sk, v: sv})
+				}
+			case !bytes.Equal(sv, dv):
+				changes = append(changes, change{k: sk, v: sv})
+			}
+			sk, sv = sc.Next()
+			dk, dv = dc.Next()
+		}
+	}
+	db := dc.Bucket()
+	for _, c := range changes {
+		var err error
+		switch {
+		case c.del && c.bucket:
+			err = drop(c.k)
+		case c.del:
+			err = db.Delete(c.k)
+		default:
+			err = put(c.k, c.v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, k := range subs {
+		s, d, err := nested(k)
+		if err != nil {
+			return err
+		}
+		if d.Sequence() != s.Sequence() {
+			if err := d.SetSequence(s.Sequence()); err != nil {
+				return err
+			}
+		}
+		if err := syncLevel(s.Cursor(), d.Cursor(),
+			func(k []byte) (*bolt.Bucket, *bolt.Bucket, error) {
+				dd, err := d.CreateBucketIfNotExists(k)
+				return s.Bucket(k), dd, err
+			},
+			d.Put, d.DeleteBucket); err != nil {
+			return err
+		}
+	}
+	return nil
 }

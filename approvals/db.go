@@ -18,7 +18,7 @@ var ErrLocked = errors.New("database is locked by another process")
 
 // DB is pikod's open database.
 type DB struct {
-	bolt *bolt.DB
+	bolt *handle
 	path string
 	// group commits the durable writes of calls (ledger, receipts,
 	// sources) in shared transactions.
@@ -49,7 +49,7 @@ func Open(path string, lockTimeout time.Duration) (db *DB, err error) {
 		}
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
-	db = &DB{bolt: b, path: path}
+	db = &DB{bolt: &handle{b: b}, path: path}
 	if err := db.check(); err != nil {
 		b.Close()
 		return nil, err
@@ -58,7 +58,7 @@ func Open(path string, lockTimeout time.Duration) (db *DB, err error) {
 		b.Close()
 		return nil, err
 	}
-	db.group = startGroupCommitter(b)
+	db.group = startGroupCommitter(db.bolt)
 	return db, nil
 }
 
@@ -126,12 +126,8 @@ func (db *DB) Footprint() (size, free int64) {
 		size = tx.Size()
 		return nil
 	})
-	return size, freeBytes(db.bolt)
+	return size, db.bolt.free()
 }
-
-// Bolt returns the underlying handle for packages that add their own
-// buckets through this package's layout.
-func (db *DB) Bolt() *bolt.DB { return db.bolt }
 
 // Close closes the database.
 func (db *DB) Close() error {

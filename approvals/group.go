@@ -20,7 +20,7 @@ import (
 // later run overwrites. Its after function runs once, after the commit
 // that holds it, on the committer's goroutine.
 type groupCommitter struct {
-	db   *bolt.DB
+	db   *handle
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -41,7 +41,7 @@ type commitReq struct {
 	done  chan struct{}
 }
 
-func startGroupCommitter(db *bolt.DB) *groupCommitter {
+func startGroupCommitter(db *handle) *groupCommitter {
 	g := &groupCommitter{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go g.run()
 	return g

@@ -204,7 +204,7 @@ func timeKey(t time.Time, id string) []byte {
 // first, so a database restored from an older copy cannot bring a decided
 // action back to life.
 type Ledger struct {
-	db    *bolt.DB
+	db    *handle
 	now   func() time.Time
 	boot  BootClock
 	log   zerolog.Logger

@@ -600,7 +600,7 @@ func TestRestoreOlderCopy(t *testing.T) {
 			}
 			backup := filepath.Join(t.TempDir(), "backup.db")
 			// An online backup, as an owner's backup tool would take it.
-			if err := in.db.Bolt().View(func(tx *bolt.Tx) error { return tx.CopyFile(backup, 0o600) }); err != nil {
+			if err := in.db.bolt.View(func(tx *bolt.Tx) error { return tx.CopyFile(backup, 0o600) }); err != nil {
 				t.Fatal(err)
 			}
 			tt.decide(in, a)

@@ -42,6 +42,7 @@ const (
 	MethodMCPActionsResult   = "extensions.mcp.actions.result"
 	MethodMCPTrust           = "extensions.mcp.trust"
 	MethodMCPReceipts        = "extensions.mcp.receipts"
+	MethodMCPCompact         = "extensions.mcp.compact"
 	MethodMCPWatch           = "extensions.mcp.watch"
 	MethodMCPSearch          = "extensions.mcp.search"
 	MethodMCPRequestsPropose = "extensions.mcp.requests.propose"
@@ -130,6 +131,7 @@ var MethodTable = []MethodInfo{
 	{Name: MethodMCPActionsApprove, Flags: Control | TerminalOnly, Exempt: &Exemption{Field: "decision", Value: DecisionReject}},
 	{Name: MethodMCPActionsResult},
 	{Name: MethodMCPReceipts, Flags: Control},
+	{Name: MethodMCPCompact, Flags: Control},
 	{Name: MethodPassphrase, Flags: Control | TerminalOnly},
 	{Name: MethodSourceRead, Flags: Control},
 	{Name: MethodVaultUnlock, Flags: Control},

@@ -47,6 +47,38 @@ type StorageStatus struct {
 	BytesPerDay    float64 `json:"bytesPerDay"`
 	// LastPrune is the last pruning run since this pikod started.
 	LastPrune *PruneStatus `json:"lastPrune,omitempty"`
+	// LastCompaction is the last compaction since this pikod started (at
+	// start, after a pruning run freed enough, or asked).
+	LastCompaction *CompactResult `json:"lastCompaction,omitempty"`
+	// DiskFreeBytes is what the file system holding the state directory
+	// has free for pikod (-1 when unknown).
+	DiskFreeBytes int64 `json:"diskFreeBytes"`
+	// DiskFull is set while the disk is full: a write failed for want of
+	// space (at DiskFullAt, RFC 3339) and the free space has not come
+	// back since.
+	DiskFull   bool   `json:"diskFull,omitempty"`
+	DiskFullAt string `json:"diskFullAt,omitempty"`
+}
+
+// CompactParams is the params of extensions.mcp.compact: none. The method
+// compacts pikod.db now, whatever its free pages, with pikod running:
+// calls wait only for the switch to the compacted copy (HeldMs).
+type CompactParams struct{}
+
+// CompactResult is what a compaction did: when (RFC 3339), why ("start",
+// "prune", "asked"), the file's size before and after, the free pages it
+// had, how long the copy took and how long calls were held for the
+// switch.
+type CompactResult struct {
+	At          string  `json:"at"`
+	Trigger     string  `json:"trigger"`
+	Compacted   bool    `json:"compacted"`
+	BeforeBytes int64   `json:"beforeBytes"`
+	AfterBytes  int64   `json:"afterBytes"`
+	FreeBytes   int64   `json:"freeBytes"`
+	TookMs      float64 `json:"tookMs"`
+	HeldMs      float64 `json:"heldMs,omitempty"`
+	Error       string  `json:"error,omitempty"`
 }
 
 // ServerStatus is one configured server as the daemon sees it now.

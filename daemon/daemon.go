@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,7 +97,9 @@ func Run(ctx context.Context, cfg Config) error {
 	dbPath := DBPath(cfg.StateDir)
 	// Freed pages go back to the file system only by a copy: at start,
 	// before anything uses the file, when they are worth it (or asked).
-	if rep, err := approvals.CompactFile(dbPath, DBLockTimeout, CompactMinFree, CompactRatio, cfg.Compact); err != nil {
+	compactAt := time.Now()
+	startRep, startErr := approvals.CompactFile(dbPath, DBLockTimeout, CompactMinFree, CompactRatio, cfg.Compact)
+	if rep, err := startRep, startErr; err != nil {
 		if errors.Is(err, approvals.ErrLocked) {
 			return fmt.Errorf("another pikod is running for instance %q (database %s is locked): %w",
 				cfg.Instance, dbPath, contracts.ErrAlreadyExists)
@@ -123,6 +126,9 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info().Str("db", dbPath).Int("schema", approvals.SchemaVersion).Msg("database open")
 
 	d := &daemon{cfg: cfg, db: db, log: log, started: time.Now().UTC()}
+	if startRep.Compacted || startErr != nil {
+		d.compacts.record(compactResult("start", compactAt, startRep, startErr))
+	}
 	if err := d.loadSettings(); err != nil {
 		return err
 	}
@@ -311,8 +317,13 @@ type daemon struct {
 	// growth rate.
 	pruner   *pruner
 	startSeq uint64
-	log     zerolog.Logger
-	started time.Time
+	// compacts runs the compactions with pikod serving (compact.go).
+	compacts compactions
+	// fullAt is when a write last failed for want of disk space (Unix
+	// nanoseconds; 0: not since the disk had room; storage.go).
+	fullAt atomic.Int64
+	log      zerolog.Logger
+	started  time.Time
 
 	// cfgMu serialises configures (held across the save, the vault reads
 	// and stopping changed servers).

@@ -36,6 +36,7 @@ func (d *daemon) register(srv *rpc.Server) {
 		contracts.MethodMCPActionsApprove:  d.actionsApprove,
 		contracts.MethodMCPActionsResult:   d.actionsResult,
 		contracts.MethodMCPReceipts:        d.receipts,
+		contracts.MethodMCPCompact:         d.compact,
 		contracts.MethodSourceRead:         d.sourceRead,
 		contracts.MethodSecret:             d.secret,
 		contracts.MethodVaultUnlock:        d.vaultUnlock,

@@ -84,6 +84,11 @@ func (p *pruner) prune() (contracts.PruneStatus, error) {
 	p.mu.Lock()
 	p.last = st
 	p.mu.Unlock()
+	if err == nil && rep.Pruned+uint64(acts.Removed)+uint64(evicted) > 0 {
+		// What pruning freed goes back to the file system once it is
+		// worth a copy (as at start).
+		_, _ = p.d.compactNow("prune", false)
+	}
 	if rep.Pruned > 0 || acts.Removed+acts.Slimmed > 0 || evicted > 0 {
 		p.d.log.Info().Uint64("pruned", rep.Pruned).Int("batches", st.Batches).Uint64("kept", rep.Kept).
 			Int64("kept_bytes", rep.KeptBytes).Int("actions_removed", acts.Removed).Int("actions_slimmed", acts.Slimmed).
@@ -122,6 +127,12 @@ func (d *daemon) storageStatus() *contracts.StorageStatus {
 		if last := d.pruner.lastRun(); last.At != "" {
 			st.LastPrune = &last
 		}
+	}
+	st.LastCompaction = d.compacts.lastRun()
+	free, full, at := d.diskState()
+	st.DiskFreeBytes, st.DiskFull = free, full
+	if full {
+		st.DiskFullAt = at.UTC().Format(time.RFC3339)
 	}
 	return st
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -18,12 +19,32 @@ func (d *daemon) storageFull(err error, what string) error {
 		return err
 	}
 	free := "unknown"
-	var st syscall.Statfs_t
-	if syscall.Statfs(d.cfg.StateDir, &st) == nil {
-		free = fmt.Sprintf("%d bytes", uint64(st.Bavail)*uint64(st.Bsize))
+	if n := diskFree(d.cfg.StateDir); n >= 0 {
+		free = fmt.Sprintf("%d bytes", n)
 	}
+	d.fullAt.Store(time.Now().UnixNano())
 	d.log.Error().Str("state_dir", d.cfg.StateDir).Str("free", free).Msg("storage full: " + what)
 	return contracts.WithHint(contracts.Errorf(contracts.ErrResourceExhausted, "storage_full",
 		"the disk holding pikod's state (%s) is full (%s free): pikod could not record it, so %s", d.cfg.StateDir, free, what),
 		"free space on that disk (old receipts go with a lower retention: 'pikoctl mcp receipts --prune'), then try again; nothing stored before is lost, and pikod needs no restart")
+}
+
+// diskFullSlack is the free space above which a disk that was full counts
+// as having room again.
+const diskFullSlack = 16 << 20
+
+// diskState is the free space where pikod keeps its state, and whether
+// the disk is full: a write failed for want of space (at) and the free
+// space has not come back above diskFullSlack since.
+func (d *daemon) diskState() (free int64, full bool, at time.Time) {
+	free = diskFree(d.cfg.StateDir)
+	ns := d.fullAt.Load()
+	if ns == 0 {
+		return free, false, time.Time{}
+	}
+	if free >= diskFullSlack {
+		d.fullAt.CompareAndSwap(ns, 0)
+		return free, false, time.Time{}
+	}
+	return free, true, time.Unix(0, ns)
 }

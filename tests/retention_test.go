@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -139,5 +142,88 @@ func TestCompactAtStart(t *testing.T) {
 	if again := receiptsJSON(t, d); fmt.Sprint(again.Receipts) != fmt.Sprint(kept.Receipts) {
 		t.Errorf("the receipts kept changed across the compaction")
 	}
+	verifyChain(t, d, true)
+}
+
+// TestCompactOnline: with pikod serving and calls running, 'pikoctl mcp
+// compact' shrinks pikod.db, every call succeeds with its receipt, the
+// receipts kept are the same, the chain verifies, and status and doctor
+// name the compaction.
+func TestCompactOnline(t *testing.T) {
+	t.Parallel()
+	callLog := filepath.Join(t.TempDir(), "calls.log")
+	d := startDaemon(t)
+	configureMCP(t, d, mcpSettings(t, countServer("fx", callLog)))
+	connectServer(t, d, "fx")
+	long := strings.Repeat("x", 2000)
+	for i := range 300 {
+		callTool(t, d, "fx", "echo", fmt.Sprintf(`{"text":"%s%d"}`, long, i))
+	}
+	settings := readSettings(t, d)
+	configureMCP(t, d, strings.Replace(string(settings.Settings), `{"servers":`, `{"retention":{"receipts":{"maxCount":3}},"servers":`, 1))
+	ctlOK(t, d, "", "mcp", "receipts", "--prune")
+	var st contracts.StatusResult
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	before := st.Storage.DatabaseBytes
+
+	// Calls go on from four clients while the compaction runs.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var during []string
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := d.tryCall(t, contracts.MethodMCPCall, contracts.CallParams{Server: "fx", Tool: "echo",
+					Arguments: json.RawMessage(fmt.Sprintf(`{"text":"during-%d-%d"}`, w, i))})
+				var cr contracts.CallResult
+				if err != nil || json.Unmarshal(res, &cr) != nil || cr.Status != contracts.CallCompleted {
+					t.Errorf("a call during the compaction: %s %v", res, err)
+					return
+				}
+				mu.Lock()
+				during = append(during, cr.ReceiptID)
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	out := ctlOK(t, d, "", "mcp", "compact")
+	close(stop)
+	wg.Wait()
+	if !strings.Contains(out, "compacted pikod.db: ") || !strings.Contains(out, "calls waited") {
+		t.Errorf("pikoctl mcp compact printed %q", out)
+	}
+	t.Log(strings.TrimSpace(out))
+	d.callInto(t, contracts.MethodMCPStatus, contracts.StatusParams{}, &st)
+	c := st.Storage.LastCompaction
+	if c == nil || c.Trigger != "asked" || !c.Compacted || c.AfterBytes >= before || c.HeldMs <= 0 || c.HeldMs > c.TookMs {
+		t.Errorf("status after the compaction: %+v (the file was %d bytes)", c, before)
+	}
+	if len(during) == 0 {
+		t.Fatalf("no call completed while the compaction ran")
+	}
+	for _, id := range during {
+		var one contracts.ReceiptsResult
+		d.callInto(t, contracts.MethodMCPReceipts, contracts.ReceiptsParams{ID: id}, &one)
+		if len(one.Receipts) != 1 {
+			t.Errorf("receipt %s of a call during the compaction: %+v", id, one)
+		}
+	}
+	if v, _ := verifyChain(t, d, true); v.Checked < uint64(len(during)) {
+		t.Errorf("verified %d receipts, want at least the %d made during the compaction", v.Checked, len(during))
+	}
+	if out, _, _ := runCtl(t, d, "", "doctor"); !strings.Contains(out, "last compaction (asked, ") {
+		t.Errorf("doctor does not name the compaction:\n%s", out)
+	}
+	// The compacted file is the one a restart opens.
+	d.restart()
 	verifyChain(t, d, true)
 }

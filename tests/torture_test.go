@@ -1,15 +1,18 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
 )
 
 // tortureSeedEnv replays one run of TestKillTorture: the seed is logged.
@@ -61,6 +64,7 @@ func TestKillTorture(t *testing.T) {
 
 	attempts := make([]*tortureAttempt, 0, rounds)
 	kills := 0
+	var compacted atomic.Int64
 	for len(attempts) < rounds {
 		connectServer(t, d, "fx")
 		var batch []*tortureAttempt
@@ -75,6 +79,26 @@ func TestKillTorture(t *testing.T) {
 			batch = append(batch, at)
 			targets = append(targets, approveTarget{ActionID: at.actionID, Digest: at.digest})
 		}
+		// One round in four compacts the database with the approvals in
+		// flight, so that kills land before, during and after a switch.
+		var compacting chan struct{}
+		if rng.IntN(4) == 0 {
+			compacting = make(chan struct{})
+			go func() {
+				defer close(compacting)
+				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				c, err := rpc.Dial(ctx, d.socket)
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				var res contracts.CompactResult
+				if c.Call(ctx, contracts.MethodMCPCompact, contracts.CompactParams{}, &res) == nil && res.Compacted {
+					compacted.Add(1)
+				}
+			}()
+		}
 		id := a.send(approveJob{Socket: d.socket, Targets: targets})
 		a.event(id, "sent")
 		// The delay is the experiment, not synchronisation: it places the
@@ -82,13 +106,16 @@ func TestKillTorture(t *testing.T) {
 		time.Sleep(delay)
 		d.kill9()
 		kills++
+		if compacting != nil {
+			<-compacting
+		}
 		for i, o := range a.event(id, "done").Outcomes {
 			batch[i].outcome = o
 			batch[i].acknowledged = o.Result != nil || o.Error != nil
 		}
 		startQuick(t, d)
 	}
-	t.Logf("%d rounds, %d kill -9 in %v", rounds, kills, time.Since(started).Round(time.Millisecond))
+	t.Logf("%d rounds, %d kill -9 in %v, %d compactions finished before a kill", rounds, kills, time.Since(started).Round(time.Millisecond), compacted.Load())
 
 	// Ask the ledger about every action, then try to approve each again:
 	// whatever its state, nothing may be sent. A review records an action
@@ -108,6 +135,9 @@ func TestKillTorture(t *testing.T) {
 			t.Errorf("round %d: approving %s (%s) again after the restarts: %s, want %s", at.round, at.actionID, at.stateAfterAll, o, want)
 		}
 	}
+	// The receipt chain and its cross-check with the actions survived
+	// every kill, compactions included.
+	verifyChain(t, d, true)
 	d.stop(t)
 	// Every fixture process (each life's, and any a killed daemon left)
 	// must be gone before the call log is final.

@@ -133,7 +133,22 @@ func (a *app) doctor(ctx context.Context) []doctorCheck {
 						line += " and failed: " + clean(s.LastPrune.Error)
 					}
 				}
+				if c := s.LastCompaction; c != nil {
+					if c.Error != "" {
+						level = "warn"
+						line += fmt.Sprintf("; last compaction (%s, %s) failed: %s", clean(c.Trigger), clean(c.At), clean(c.Error))
+					} else {
+						line += fmt.Sprintf("; last compaction (%s, %s) %s -> %s", clean(c.Trigger), clean(c.At), byteSize(c.BeforeBytes), byteSize(c.AfterBytes))
+					}
+				}
+				if s.DiskFreeBytes >= 0 {
+					line += fmt.Sprintf("; %s free on its disk", byteSize(s.DiskFreeBytes))
+				}
 				add(level, "storage", "%s", line)
+				if s.DiskFull {
+					add("fail", "storage", "the disk holding pikod's state is full (a write failed for want of space at %s; %s free): calls that must be recorded are refused with storage_full until space is freed; pikod resumes by itself",
+						clean(s.DiskFullAt), byteSize(s.DiskFreeBytes))
+				}
 			}
 		}
 	}

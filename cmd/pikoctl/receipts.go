@@ -18,7 +18,36 @@ import (
 )
 
 func (a *app) newReceiptsCmds() []*cobra.Command {
-	return []*cobra.Command{a.newReceiptsCmd(), a.newReceiptCmd()}
+	return []*cobra.Command{a.newReceiptsCmd(), a.newReceiptCmd(), a.newCompactCmd()}
+}
+
+func (a *app) newCompactCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "compact",
+		Short: "Give the space that pruning freed in pikod.db back to the disk, with pikod running",
+		Long: `compact copies pikod.db into a new file without its free pages and
+switches to it, with pikod running: calls go on during the copy and wait
+only for the switch (the time is printed). Every record is kept byte for
+byte. pikod also compacts at start and after a pruning run when the free
+pages are over half the file and at least 16 MiB.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var res contracts.CompactResult
+			if err := a.call(cmd.Context(), contracts.MethodMCPCompact, contracts.CompactParams{}, &res); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				b, err := json.Marshal(res)
+				if err != nil {
+					return err
+				}
+				return printRaw(a.stdout, b)
+			}
+			fmt.Fprintf(a.stdout, "compacted pikod.db: %s -> %s (%s were free pages) in %.1f ms; calls waited %.1f ms for the switch\n",
+				byteSize(res.BeforeBytes), byteSize(res.AfterBytes), byteSize(res.FreeBytes), res.TookMs, res.HeldMs)
+			return nil
+		},
+	}
 }
 
 func (a *app) newReceiptsCmd() *cobra.Command {

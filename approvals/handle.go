@@ -1,0 +1,46 @@
+package approvals
+
+import (
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// handle is the open bbolt file behind a gate, so that a compaction can
+// replace the file while pikod runs (DB.Compact): every transaction holds
+// the gate shared for its length; the switch to the compacted copy holds
+// it alone, so calls wait only for that moment. Transactions must not
+// nest (bbolt forbids it as well: a read transaction open in the goroutine
+// of a write one can deadlock its remap).
+type handle struct {
+	gate sync.RWMutex
+	b    *bolt.DB
+}
+
+// View runs fn in a read-only transaction.
+func (h *handle) View(fn func(*bolt.Tx) error) error {
+	h.gate.RLock()
+	defer h.gate.RUnlock()
+	return h.b.View(fn)
+}
+
+// Update runs fn in a read-write transaction, on disk when it returns.
+func (h *handle) Update(fn func(*bolt.Tx) error) error {
+	h.gate.RLock()
+	defer h.gate.RUnlock()
+	return h.b.Update(fn)
+}
+
+// free is the bytes in the file's free pages.
+func (h *handle) free() int64 {
+	h.gate.RLock()
+	defer h.gate.RUnlock()
+	return freeBytes(h.b)
+}
+
+// Close closes the file.
+func (h *handle) Close() error {
+	h.gate.Lock()
+	defer h.gate.Unlock()
+	return h.b.Close()
+}
