@@ -321,9 +321,9 @@ type daemon struct {
 	compacts compactions
 	// fullAt is when a write last failed for want of disk space (Unix
 	// nanoseconds; 0: not since the disk had room; storage.go).
-	fullAt atomic.Int64
-	log      zerolog.Logger
-	started  time.Time
+	fullAt  atomic.Int64
+	log     zerolog.Logger
+	started time.Time
 
 	// cfgMu serialises configures (held across the save, the vault reads
 	// and stopping changed servers).
