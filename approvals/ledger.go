@@ -213,6 +213,11 @@ type Ledger struct {
 	// group commits the writes of calls, many per transaction.
 	group *groupCommitter
 
+	// held keeps the outcomes a full disk could not take (held.go), also
+	// in the reserve file at reservePath when it is set.
+	held        *held
+	reservePath string
+
 	// recovered lists the actions OpenLedger changed, for the daemon's log.
 	recovered []Action
 	closeOnce sync.Once
@@ -247,11 +252,21 @@ func OpenLedger(db *DB, tombstonePath string, now func() time.Time, opts ...Ledg
 		return nil, err
 	}
 	l.tombs = tombs
-	if err := l.recover(); err != nil {
+	// Outcomes the last run held on a full disk are facts: recorded
+	// before recovery takes their actions for interrupted.
+	if err := l.openHeld(); err != nil {
 		tombs.close()
 		return nil, err
 	}
+	if err := l.recover(); err != nil {
+		tombs.close()
+		if l.held.res != nil {
+			l.held.res.f.Close()
+		}
+		return nil, err
+	}
 	l.async = startAsyncWriter(l.group, l.log)
+	go l.runHeld()
 	return l, nil
 }
 
@@ -1034,7 +1049,7 @@ func (a Action) Summary() contracts.ActionSummary {
 // it after).
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
-		l.closeErr = errors.Join(l.async.close(), l.tombs.close())
+		l.closeErr = errors.Join(l.async.close(), l.closeHeld(), l.tombs.close())
 	})
 	return l.closeErr
 }

@@ -58,6 +58,9 @@ type StorageStatus struct {
 	// back since.
 	DiskFull   bool   `json:"diskFull,omitempty"`
 	DiskFullAt string `json:"diskFullAt,omitempty"`
+	// HeldOutcomes is how many ends of sent calls wait, in memory and in
+	// the reserve file, for the disk to have room to record them.
+	HeldOutcomes int `json:"heldOutcomes,omitempty"`
 }
 
 // CompactParams is the params of extensions.mcp.compact: none. The method

@@ -264,6 +264,27 @@ func (d *daemon) settle(res *contracts.CallResult, ex execution, rec approvals.R
 		settle.Receipt.Status, settle.Receipt.SourceID, settle.Receipt.Error = res.Status, "", d.red.Text(res.Error.Message)
 		st, err = d.ledger.Settle(settle)
 	}
+	if err != nil && isDiskFull(err) {
+		// Not even the outcome fits: held in memory and in the reserve
+		// file, recorded once the disk has room (or at the next start).
+		// What it holds is what was to be recorded (a retained result
+		// is never held: it was dropped above), so the action ends as
+		// it would have; the caller learns only that it is not recorded.
+		settle.Source = nil
+		r, saved, herr := d.ledger.Hold(settle)
+		if herr == nil {
+			where := "in memory and in pikod's reserve file"
+			if !saved {
+				where = "in memory only (the reserve file could not take it: if pikod stops first, the action is settled as uncertain at start)"
+			}
+			res.Status, res.OriginalResultSourceID = contracts.CallUncertain, ""
+			res.Content, res.StructuredContent, res.Truncated = nil, nil, false
+			res.Error = contracts.ToError(d.storageFull(err,
+				fmt.Sprintf("the call was sent and answered, and its outcome is held %s until it can be recorded; see 'pikoctl mcp action %s' once space is freed", where, ex.actionID)))
+			return r
+		}
+		err = errors.Join(err, herr)
+	}
 	if err != nil {
 		d.log.Error().Err(err).Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).
 			Str("action", ex.actionID).Str("status", res.Status).Msg("writing a receipt failed; the call has no receipt")

@@ -189,7 +189,8 @@ func Run(ctx context.Context, cfg Config) error {
 	// The ledger logs what crash recovery settled and receipts it could
 	// not store.
 	ledger, err := approvals.OpenLedger(db, filepath.Join(cfg.StateDir, "tombstones"), time.Now,
-		approvals.WithLogger(log.With().Str("component", "ledger").Logger()))
+		approvals.WithLogger(log.With().Str("component", "ledger").Logger()),
+		approvals.WithReserve(filepath.Join(cfg.StateDir, "outcomes.reserve")))
 	if err != nil {
 		return fmt.Errorf("opening the action ledger: %w", err)
 	}

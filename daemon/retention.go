@@ -131,6 +131,7 @@ func (d *daemon) storageStatus() *contracts.StorageStatus {
 	st.LastCompaction = d.compacts.lastRun()
 	free, full, at := d.diskState()
 	st.DiskFreeBytes, st.DiskFull = free, full
+	st.HeldOutcomes = d.ledger.HeldOutcomes()
 	if full {
 		st.DiskFullAt = at.UTC().Format(time.RFC3339)
 	}

@@ -15,7 +15,7 @@ import (
 // means for the caller ("nothing was sent", "the settings are unchanged").
 // Any other error is returned as it is.
 func (d *daemon) storageFull(err error, what string) error {
-	if err == nil || !(errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+	if !isDiskFull(err) {
 		return err
 	}
 	free := "unknown"
@@ -47,4 +47,9 @@ func (d *daemon) diskState() (free int64, full bool, at time.Time) {
 		return free, false, time.Time{}
 	}
 	return free, true, time.Unix(0, ns)
+}
+
+// isDiskFull tells a write that failed for want of disk space.
+func isDiskFull(err error) bool {
+	return err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT))
 }

@@ -44,6 +44,8 @@ var importRules = map[string]struct {
 	// MCP or OAuth library or pikod's protocol code.
 	"tests/conformance/adapter": {own: []string{"contracts"}, thirdParty: []string{"github.com/creack/pty"}},
 	"tests/conformance/runner":  {},
+	// Test support: the standard library only.
+	"tests/testdisk": {},
 }
 
 type listedPackage struct {

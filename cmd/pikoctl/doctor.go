@@ -145,6 +145,9 @@ func (a *app) doctor(ctx context.Context) []doctorCheck {
 					line += fmt.Sprintf("; %s free on its disk", byteSize(s.DiskFreeBytes))
 				}
 				add(level, "storage", "%s", line)
+				if s.HeldOutcomes > 0 {
+					add("warn", "storage", "%d outcomes of sent calls are held until the disk has room to record them (they are in pikod's reserve file too; freeing space records them)", s.HeldOutcomes)
+				}
 				if s.DiskFull {
 					add("fail", "storage", "the disk holding pikod's state is full (a write failed for want of space at %s; %s free): calls that must be recorded are refused with storage_full until space is freed; pikod resumes by itself",
 						clean(s.DiskFullAt), byteSize(s.DiskFreeBytes))
