@@ -112,6 +112,10 @@ BENCH_STAMP := $(BENCH_NODE)/node_modules/.package-lock.json
 bench: $(if $(filter 1,$(PIKO_SKIP_INTEROP)),,interop-deps) $(BENCH_STAMP) ## run the benchmarks, write bench/REPORT.md and print it
 	GO=$(GO) $(GO) run ./bench/cmd/pikobench $(BENCH_ARGS)
 
+.PHONY: soak
+soak: ## a simulated month: 5 million calls with retention set low; writes bench/SOAK.md (SOAK_ARGS='-soak-calls 200000' for a short one)
+	GO=$(GO) $(GO) run ./bench/cmd/pikobench -soak $(SOAK_ARGS)
+
 $(BENCH_STAMP): $(BENCH_NODE)/package.json $(BENCH_NODE)/package-lock.json
 	-npm ci --prefix $(BENCH_NODE) --no-audit --no-fund --loglevel error
 	@if [ -f $@ ]; then touch $@; else echo "bench: the MCP Inspector is not installed; the report will say so" >&2; fi

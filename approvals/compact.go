@@ -34,8 +34,9 @@ type CompactReport struct {
 	Free          int64 // bytes in free pages before
 	Compacted     bool
 	Took          time.Duration
-	// Held is how long calls waited for the switch (DB.Compact).
-	Held time.Duration
+	// Held is how long writes (calls with effects, receipts) waited for
+	// the switch (DB.Compact); ReadsHeld how long reads did.
+	Held, ReadsHeld time.Duration
 }
 
 // CompactFile compacts the database at path when its free pages exceed
@@ -114,10 +115,11 @@ func CompactFile(path string, lockTimeout time.Duration, minFree int64, ratio fl
 
 // Compact compacts the open database with pikod running, when its free
 // pages exceed both minFree bytes and ratio of its size (force: always).
-// Calls go on while the copy is made from a read transaction; then the
-// copy is brought up to date with what they wrote meanwhile, twice: once
-// while they still run, and once with every transaction held, just before
-// the switch (rep.Held says how long calls waited). The switch syncs the
+// Calls go on while the copy is made from a read transaction and brought
+// up to date with what they wrote meanwhile (twice, each time synced);
+// then writes are held for the last catch-up (which reads both files) and
+// its sync, and every transaction for the switch itself (rep.Held and
+// rep.ReadsHeld say how long). The switch syncs the
 // copy, closes the old file and renames the copy over it; the copy's open
 // handle becomes the database. Until the rename the old file is whole and
 // in use; a crash leaves it (and a partial copy the next start removes).
@@ -144,27 +146,36 @@ func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, 
 		os.Remove(tmp)
 		return rep, fmt.Errorf("compacting %s: %w (the database is unchanged)", db.path, err)
 	}
-	// The copy, then a first catch-up, with calls running.
+	// The copy, then catch-ups with calls running; the copy's pages go to
+	// disk meanwhile, so the last sync is of the last changes only.
 	h.gate.RLock()
 	err = bolt.Compact(dst, h.b, 64<<20)
-	if err == nil {
-		err = catchUp(dst, h.b)
+	for i := 0; err == nil && i < 2; i++ {
+		if err = catchUp(dst, h.b); err == nil {
+			err = dst.Sync()
+		}
 	}
 	h.gate.RUnlock()
 	if err != nil {
 		return abandon(err)
 	}
-	// The switch, with every transaction held.
+	// The last catch-up holds writes (reads go on), the switch holds all.
+	h.writes.Lock()
+	defer h.writes.Unlock()
+	held := time.Now()
+	h.gate.RLock()
+	err = catchUp(dst, h.b)
+	h.gate.RUnlock()
+	if err == nil {
+		dst.NoSync = false
+		err = dst.Sync()
+	}
+	if err != nil {
+		return abandon(err)
+	}
 	h.gate.Lock()
 	defer h.gate.Unlock()
-	held := time.Now()
-	if err := catchUp(dst, h.b); err != nil {
-		return abandon(err)
-	}
-	dst.NoSync = false
-	if err := dst.Sync(); err != nil {
-		return abandon(err)
-	}
+	readsHeld := time.Now()
 	if err := h.b.Close(); err != nil {
 		return abandon(fmt.Errorf("closing the old file: %w", err))
 	}
@@ -180,7 +191,7 @@ func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, 
 		return rep, fmt.Errorf("replacing %s with its compacted copy: %w (the database is unchanged)", db.path, err)
 	}
 	h.b = dst
-	rep.Held = time.Since(held)
+	rep.Held, rep.ReadsHeld = time.Since(held), time.Since(readsHeld)
 	if err := syncDir(filepath.Dir(db.path)); err != nil {
 		return rep, fmt.Errorf("compacted %s, but syncing its directory failed: %w", db.path, err)
 	}

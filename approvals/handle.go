@@ -12,9 +12,14 @@ import (
 // it alone, so calls wait only for that moment. Transactions must not
 // nest (bbolt forbids it as well: a read transaction open in the goroutine
 // of a write one can deadlock its remap).
+//
+// Writes also hold writes, shared, before the gate: a compaction's last
+// catch-up holds writes alone while reads go on, and only the switch
+// itself holds both (always in that order, so they cannot deadlock).
 type handle struct {
-	gate sync.RWMutex
-	b    *bolt.DB
+	writes sync.RWMutex
+	gate   sync.RWMutex
+	b      *bolt.DB
 }
 
 // View runs fn in a read-only transaction.
@@ -26,6 +31,8 @@ func (h *handle) View(fn func(*bolt.Tx) error) error {
 
 // Update runs fn in a read-write transaction, on disk when it returns.
 func (h *handle) Update(fn func(*bolt.Tx) error) error {
+	h.writes.RLock()
+	defer h.writes.RUnlock()
 	h.gate.RLock()
 	defer h.gate.RUnlock()
 	return h.b.Update(fn)
@@ -40,6 +47,8 @@ func (h *handle) free() int64 {
 
 // Close closes the file.
 func (h *handle) Close() error {
+	h.writes.Lock()
+	defer h.writes.Unlock()
 	h.gate.Lock()
 	defer h.gate.Unlock()
 	return h.b.Close()

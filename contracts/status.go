@@ -80,7 +80,11 @@ type CompactResult struct {
 	AfterBytes  int64   `json:"afterBytes"`
 	FreeBytes   int64   `json:"freeBytes"`
 	TookMs      float64 `json:"tookMs"`
+	// HeldMs is how long writes (calls with effects, receipts) waited
+	// for the last catch-up and the switch; ReadsHeldMs how long reads
+	// waited for the switch alone.
 	HeldMs      float64 `json:"heldMs,omitempty"`
+	ReadsHeldMs float64 `json:"readsHeldMs,omitempty"`
 	Error       string  `json:"error,omitempty"`
 }
 

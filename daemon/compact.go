@@ -44,7 +44,8 @@ func (c *compactions) lastRun() *contracts.CompactResult {
 func compactResult(trigger string, at time.Time, rep approvals.CompactReport, err error) contracts.CompactResult {
 	r := contracts.CompactResult{At: at.UTC().Format(time.RFC3339), Trigger: trigger, Compacted: rep.Compacted,
 		BeforeBytes: rep.Before, AfterBytes: rep.After, FreeBytes: rep.Free,
-		TookMs: float64(rep.Took.Microseconds()) / 1000, HeldMs: float64(rep.Held.Microseconds()) / 1000}
+		TookMs: float64(rep.Took.Microseconds()) / 1000, HeldMs: float64(rep.Held.Microseconds()) / 1000,
+		ReadsHeldMs: float64(rep.ReadsHeld.Microseconds()) / 1000}
 	if err != nil {
 		r.Error = err.Error()
 	}

@@ -198,7 +198,7 @@ func TestCompactOnline(t *testing.T) {
 	out := ctlOK(t, d, "", "mcp", "compact")
 	close(stop)
 	wg.Wait()
-	if !strings.Contains(out, "compacted pikod.db: ") || !strings.Contains(out, "calls waited") {
+	if !strings.Contains(out, "compacted pikod.db: ") || !strings.Contains(out, "writes waited") {
 		t.Errorf("pikoctl mcp compact printed %q", out)
 	}
 	t.Log(strings.TrimSpace(out))

@@ -43,8 +43,8 @@ pages are over half the file and at least 16 MiB.`,
 				}
 				return printRaw(a.stdout, b)
 			}
-			fmt.Fprintf(a.stdout, "compacted pikod.db: %s -> %s (%s were free pages) in %.1f ms; calls waited %.1f ms for the switch\n",
-				byteSize(res.BeforeBytes), byteSize(res.AfterBytes), byteSize(res.FreeBytes), res.TookMs, res.HeldMs)
+			fmt.Fprintf(a.stdout, "compacted pikod.db: %s -> %s (%s were free pages) in %.1f ms; writes waited %.1f ms for the switch, reads %.1f ms\n",
+				byteSize(res.BeforeBytes), byteSize(res.AfterBytes), byteSize(res.FreeBytes), res.TookMs, res.HeldMs, res.ReadsHeldMs)
 			return nil
 		},
 	}

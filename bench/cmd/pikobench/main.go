@@ -95,6 +95,14 @@ func run() error {
 	flag.StringVar(&cfg.stateRoot, "state-root", os.TempDir(), "directory for the daemons' state dirs and sockets (its file system shows in the numbers: retained results are files)")
 	flag.StringVar(&cfg.perfOut, "perf", "", "record a perf profile of pikod during the read-grant load at concurrency 32 into this file")
 	flag.StringVar(&cfg.profileDir, "profiles", "bench/profiles", "directory for the Go CPU and allocation profiles of pikod written by scenario (p)")
+	var sc soakConfig
+	soak := flag.Bool("soak", false, "run the soak instead of the scenarios (make soak): -soak-calls calls against one daemon with low retention; writes -soak-out")
+	flag.IntVar(&sc.calls, "soak-calls", 5_000_000, "calls in the soak")
+	flag.IntVar(&sc.workers, "soak-workers", 32, "concurrent clients in the soak (one in four autonomous)")
+	flag.DurationVar(&sc.sample, "soak-sample", 10*time.Second, "the soak's sampling window")
+	flag.DurationVar(&sc.compact, "soak-compact", time.Minute, "how often the soak asks for a compaction (0: never; pikod still compacts after prunes that free enough)")
+	flag.DurationVar(&sc.interval, "soak-retention-interval", 30*time.Second, "pikod's --retention-interval in the soak")
+	flag.StringVar(&sc.out, "soak-out", "bench/SOAK.md", "the soak's report (relative to the module root)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -132,6 +140,10 @@ func run() error {
 
 	started := time.Now()
 	r.rep.header = r.machine(started)
+	if *soak {
+		sc.out = soakOut(root, sc.out)
+		return r.soak(sc)
+	}
 	var failed []error
 	for _, s := range []struct {
 		key string
