@@ -292,6 +292,8 @@ type daemon struct {
 	gate    *ownerGate
 	ledger  *approvals.Ledger
 	sources *approvals.SourceStore
+	// capturesSeen are the browser captures imported lately (captures).
+	capturesSeen captureCache
 	// events delivers the supervisor's events to watching connections.
 	events *events
 	// requests are the server requests waiting for the owner.
@@ -311,8 +313,8 @@ type daemon struct {
 	// growth rate.
 	pruner   *pruner
 	startSeq uint64
-	log     zerolog.Logger
-	started time.Time
+	log      zerolog.Logger
+	started  time.Time
 
 	// cfgMu serialises configures (held across the save, the vault reads
 	// and stopping changed servers).
