@@ -172,6 +172,20 @@ func procsWith(s string) []string {
 	return out
 }
 
+// browserInstance starts pikod with a state directory outside /tmp (an
+// artifactDirectory may not be there) and a fixture site, and returns the
+// pinned playwright-mcp and chromium.
+func browserInstance(t *testing.T) (d *daemon, site *pageSite, state, entry, chromium string) {
+	t.Helper()
+	dir := interopDir(t)
+	chromium = chromiumBin(t)
+	entry = filepath.Join(dir, "node_modules", ".bin", "playwright-mcp")
+	site = startPageSite(t)
+	state = filepath.Join(privateDir(t), "state")
+	d = startDaemon(t, withStateDir(state))
+	return d, site, state, entry, chromium
+}
+
 // TestBrowserPlaywright runs the browser preset with the pinned
 // @playwright/mcp and Debian's chromium against a fixture site: the
 // preset's review and its grants, autonomous navigation and snapshots
@@ -179,12 +193,7 @@ func procsWith(s string) []string {
 // owner's approval, the hand-off, the profile kept across reconnects (and
 // not the owner's), and nothing left running after a disconnect.
 func TestBrowserPlaywright(t *testing.T) {
-	dir := interopDir(t)
-	chromium := chromiumBin(t)
-	entry := filepath.Join(dir, "node_modules", ".bin", "playwright-mcp")
-	site := startPageSite(t)
-	state := filepath.Join(privateDir(t), "state")
-	d := startDaemon(t, withStateDir(state))
+	d, site, state, entry, chromium := browserInstance(t)
 
 	// Without a terminal and without --yes nothing is saved.
 	if _, stderr, code := runCtlNoTTY(t, d, "", "mcp", "browser", entry, "--headless", "--browser", chromium); code == 0 || !strings.Contains(stderr, "nothing was saved") {
@@ -348,4 +357,106 @@ func TestBrowserPlaywright(t *testing.T) {
 	}
 	d.callInto(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "browser"}, &dr)
 	poll(t, "every browser process to end", func() bool { return len(procsWith(profile)) == 0 }, func() string { return strings.Join(procsWith(profile), " ") })
+}
+
+// TestBrowserBridge is an agent (the official TypeScript SDK client) using
+// the browser through pikoctl mcp serve: it browses the fixture site, reads
+// the snapshot capture a window at a time, and its form fill waits for the
+// owner, who approves it at a terminal. The exchange is logged as a
+// transcript (go test -v).
+func TestBrowserBridge(t *testing.T) {
+	d, site, _, entry, chromium := browserInstance(t)
+	if out, stderr, code := runCtl(t, d, "", "mcp", "browser", entry, "--headless", "--browser", chromium, "--yes"); code != 0 {
+		t.Fatalf("pikoctl mcp browser: exit %d\n%s%s", code, out, stderr)
+	}
+	connectServer(t, d, "browser")
+	h := startHost(t, d, tsHost(t))
+	h.do(map[string]any{"op": "init"})
+	names := map[string]string{}
+	for name, tl := range toolsOf(h.do(map[string]any{"op": "listTools"})) {
+		meta, _ := tl["_meta"].(map[string]any)
+		if orig, ok := meta["io.pikod/tool"].(string); ok {
+			names[orig] = name
+		}
+	}
+	if names["browser_navigate"] == "" || names["browser_fill_form"] == "" {
+		t.Fatalf("the agent does not see the browser's tools: %v", names)
+	}
+	say := func(format string, args ...any) { t.Logf("transcript: "+format, args...) }
+
+	args := map[string]any{"url": site.url + "/"}
+	say("agent -> tools/call %s %v", names["browser_navigate"], args)
+	nav := h.do(map[string]any{"op": "call", "name": names["browser_navigate"], "arguments": args})
+	text := resultText(nav)
+	say("pikod -> %s", text)
+	if isErrorResult(nav) || !strings.Contains(text, "pikod: the capture ") {
+		t.Fatalf("navigate through the bridge: %v", nav)
+	}
+	var snapURI string
+	res, _ := nav["result"].(map[string]any)
+	meta, _ := res["_meta"].(map[string]any)
+	caps, _ := meta["io.pikod/captures"].([]any)
+	for _, c := range caps {
+		m := c.(map[string]any)
+		if strings.HasSuffix(m["path"].(string), ".yml") {
+			snapURI = "pikod://source/" + m["sourceId"].(string)
+		}
+	}
+	if snapURI == "" {
+		t.Fatalf("no snapshot capture in the result's _meta: %v", meta)
+	}
+	// The snapshot, a window at a time.
+	var snapshot strings.Builder
+	uri := snapURI + "?offset=0&length=64"
+	for i := 0; uri != "" && i < 64; i++ {
+		say("agent -> resources/read %s", uri)
+		r := h.do(map[string]any{"op": "read", "uri": uri})
+		contents, _ := r["contents"].([]any)
+		if len(contents) != 2 {
+			t.Fatalf("a window read answered %v", r)
+		}
+		w := contents[0].(map[string]any)["text"].(string)
+		note := contents[1].(map[string]any)["text"].(string)
+		say("pikod -> %q; %s", w, note)
+		snapshot.WriteString(w)
+		uri = ""
+		if _, next, ok := strings.Cut(note, "the next window is "); ok {
+			uri = next
+		}
+	}
+	if !strings.Contains(snapshot.String(), "first visit") || !strings.Contains(snapshot.String(), "Fixture shop") {
+		t.Errorf("the snapshot read in windows:\n%s", snapshot.String())
+	}
+
+	// The form fill waits for the owner.
+	fill := map[string]any{"fields": []any{map[string]any{"name": "Query", "type": "textbox", "target": "input[name=q]", "value": "red hat"}}}
+	say("agent -> tools/call %s %v", names["browser_fill_form"], fill)
+	_, ch := h.send(map[string]any{"op": "call", "name": names["browser_fill_form"], "arguments": fill, "progress": true})
+	first := h.next(ch)
+	msg, _ := first["message"].(string)
+	say("pikod -> progress: %s", msg)
+	if first["event"] != "progress" || !strings.Contains(msg, "pikoctl mcp approve") {
+		t.Fatalf("the form fill did not wait for the owner: %v", first)
+	}
+	id := actionFrom(t, msg)
+	rv := reviewOf(t, d, id)
+	say("owner -> pikoctl mcp approve %s (at the terminal)", id)
+	ap := startApprover(t)
+	if o := ap.approve(d, id, rv.Digest); o.Result == nil || o.Result.Status != contracts.CallCompleted {
+		t.Fatalf("approving at the terminal: %s", o)
+	}
+	done := h.answer(ch)
+	say("pikod -> %s", resultText(done))
+	if isErrorResult(done) {
+		t.Errorf("the approved fill answered %v", done)
+	}
+	click := map[string]any{"element": "Send", "target": "button[type=submit]"}
+	say("agent -> tools/call %s %v", names["browser_click"], click)
+	say("pikod -> %s", resultText(h.do(map[string]any{"op": "call", "name": names["browser_click"], "arguments": click})))
+	if got := site.submitted(); len(got) != 1 || got[0] != "red hat" {
+		t.Errorf("submissions: %q, want [red hat]", got)
+	}
+	h.do(map[string]any{"op": "close"})
+	var dr contracts.DisconnectResult
+	d.callInto(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "browser"}, &dr)
 }
