@@ -460,3 +460,52 @@ func TestBrowserBridge(t *testing.T) {
 	var dr contracts.DisconnectResult
 	d.callInto(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "browser"}, &dr)
 }
+
+// TestBrowserChromeDevTools runs the chrome-devtools-mcp preset (pinned
+// 1.11.0) headless with Debian's chromium: its own tool names delegated
+// and gated, snapshot and screenshot captures, the profile kept across a
+// reconnect, and nothing left running after a disconnect.
+func TestBrowserChromeDevTools(t *testing.T) {
+	d, site, state, _, chromium := browserInstance(t)
+	entry := filepath.Join(interopDir(t), "node_modules", ".bin", "chrome-devtools-mcp")
+	out, stderr, code := runCtl(t, d, "", "mcp", "browser", entry, "--id", "cdp", "--headless", "--browser", chromium, "--yes")
+	if code != 0 || !strings.Contains(out, "browser preset chrome-devtools") {
+		t.Fatalf("pikoctl mcp browser chrome-devtools-mcp: exit %d\n%s%s", code, out, stderr)
+	}
+	profile := filepath.Join(state, "browser", "cdp", "profile")
+	connectServer(t, d, "cdp")
+	call := func(tool, args string) contracts.CallResult {
+		t.Helper()
+		res := callTool(t, d, "cdp", tool, args)
+		if res.Status != contracts.CallCompleted || res.ReceiptKind != contracts.ReceiptAutonomous {
+			t.Fatalf("%s %s: %+v, want completed with an mcp_autonomous receipt", tool, args, res)
+		}
+		return res
+	}
+	visit := func() string {
+		t.Helper()
+		call("list_pages", `{}`)
+		call("navigate_page", fmt.Sprintf(`{"pageId":1,"type":"url","url":%q}`, site.url+"/"))
+		snap := captureOf(t, call("take_snapshot", `{"pageId":1,"filePath":"snap.txt"}`), "take_snapshot", "/snap.txt")
+		return readSourceInWindows(t, d, snap.SourceID, 48)
+	}
+	if text := visit(); !strings.Contains(text, "first visit") {
+		t.Errorf("first snapshot:\n%s", text)
+	}
+	shot := captureOf(t, call("take_screenshot", `{"pageId":1,"filePath":"shot.png"}`), "take_screenshot", "/shot.png")
+	if png, err := base64.StdEncoding.DecodeString(readSourceInWindows(t, d, shot.SourceID, 1<<16)); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("screenshot capture %+v is not the PNG (%v)", shot, err)
+	}
+	prepare(t, d, "cdp", "fill", `{"pageId":1,"uid":"1_4","value":"x"}`)
+	prepare(t, d, "cdp", "evaluate_script", `{"pageId":1,"function":"() => document.cookie"}`)
+
+	var dr contracts.DisconnectResult
+	d.callInto(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "cdp"}, &dr)
+	poll(t, "every browser process to end", func() bool { return len(procsWith(profile)) == 0 }, func() string { return strings.Join(procsWith(profile), " ") })
+	connectServer(t, d, "cdp")
+	if text := visit(); !strings.Contains(text, "returning visitor v1") {
+		t.Errorf("after a reconnect the site does not see its cookie:\n%s", text)
+	}
+	d.callInto(t, contracts.MethodMCPDisconnect, contracts.ServerParams{Server: "cdp"}, &dr)
+	poll(t, "every browser process to end", func() bool { return len(procsWith(profile)) == 0 }, func() string { return strings.Join(procsWith(profile), " ") })
+}
