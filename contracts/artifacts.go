@@ -70,4 +70,6 @@ type ImportResult struct {
 	Encoding  string `json:"encoding"`
 	SHA256    string `json:"sha256"`
 	Redacted  bool   `json:"redacted,omitempty"`
+	// Chars is the source's length in characters (source.read's total).
+	Chars int64 `json:"chars,omitempty"`
 }

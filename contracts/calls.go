@@ -96,6 +96,11 @@ type CallResult struct {
 	// Held says why a call its grant would have run was prepared as an
 	// action instead (the server is paused: extensions.mcp.pause).
 	Held string `json:"held,omitempty"`
+	// Captures are the files a completed call of a browser server
+	// (settings "browser") reported inside its artifactDirectory, each
+	// imported as a retained source linked to this call's receipt: read
+	// them with source.read instead of repeating the call.
+	Captures []Capture `json:"captures,omitempty"`
 
 	// Task is the task an approved task creation or cancellation is about,
 	// as the server answered (status and all).

@@ -111,6 +111,10 @@ type ServerSettings struct {
 	// string is accepted and stored as a pin). Default: auto for http,
 	// legacy for stdio and sse.
 	Protocol *Protocol `json:"protocol,omitempty"`
+	// Browser runs a stdio server as a browser with the browser preset
+	// (short private TMPDIR, graceful close before stop, captures from
+	// artifactDirectory imported as sources). Default none.
+	Browser *BrowserSettings `json:"browser,omitempty"`
 }
 
 // Root is one file root offered to a server.

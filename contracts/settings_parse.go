@@ -467,6 +467,7 @@ var serverKeys = []string{
 	"headers", "allowPrivateNetwork", "oauth", "tools", "readOnlyTools",
 	"autonomousTools", "resources", "prompts", "roots", "sampling",
 	"elicitation", "timeoutMs", "maxBytes", "artifactDirectory", "protocol",
+	"browser",
 }
 
 func (w *walker) server(v *jsonValue, i int) ServerSettings {
@@ -541,6 +542,8 @@ func (w *walker) server(v *jsonValue, i int) ServerSettings {
 			s.ArtifactDirectory = w.str(field, val)
 		case "protocol":
 			s.Protocol = w.protocol(field, val)
+		case "browser":
+			s.Browser = w.browser(field, val)
 		default:
 			w.unknownOf(key, field, serverKeys)
 		}
@@ -739,6 +742,26 @@ func (w *walker) oauth(field string, v *jsonValue) *OAuthSettings {
 		}
 	})
 	return o
+}
+
+var browserKeys = []string{"preset"}
+
+// browser reads the browser object of a server.
+func (w *walker) browser(field string, v *jsonValue) *BrowserSettings {
+	if v.kind != kindObject {
+		w.typeErr(field, v, `an object such as {"preset": "playwright"}`)
+		return nil
+	}
+	b := &BrowserSettings{}
+	w.members(v, field, func(key, f string, v *jsonValue) {
+		switch key {
+		case "preset":
+			b.Preset = w.str(f, v)
+		default:
+			w.unknownOf(key, f, browserKeys)
+		}
+	})
+	return b
 }
 
 // dpop reads true, false or "auto".

@@ -118,6 +118,16 @@ func (c *checker) server(s *ServerSettings) {
 		c.add("transport", "must be stdio, http or sse")
 	}
 	c.common(s)
+	if b := s.Browser; b != nil {
+		switch _, known := FindBrowserPreset(b.Preset); {
+		case s.Transport != TransportStdio:
+			c.add("browser", "applies only to stdio servers (pikod runs the browser server itself)")
+		case b.Preset == "":
+			c.add("browser.preset", "required: %s, %s or %s", BrowserPlaywright, BrowserChromeDevTools, BrowserGeneric)
+		case !known && b.Preset != BrowserGeneric:
+			c.add("browser.preset", "must be %s, %s or %s", BrowserPlaywright, BrowserChromeDevTools, BrowserGeneric)
+		}
+	}
 }
 
 func (c *checker) stdio(s *ServerSettings) {

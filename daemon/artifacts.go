@@ -97,17 +97,28 @@ func (d *daemon) importArtifact(_ context.Context, req *rpc.Request) (any, error
 		return nil, err
 	}
 	defer f.Close()
+	res, err := d.importOpened(p.Server, p.ReceiptID, f, abs, "artifact:"+filepath.Base(abs))
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info().Str("server", p.Server).Str("receipt", p.ReceiptID).Str("source", res.SourceID).Int64("bytes", res.Size).Msg("artifact imported")
+	return res, nil
+}
+
+// importOpened copies the whole of f (at most MaxArtifactImport bytes),
+// redacted, into a retained source labelled label.
+func (d *daemon) importOpened(server, receiptID string, f *os.File, abs, label string) (contracts.ImportResult, error) {
 	data, err := io.ReadAll(io.LimitReader(f, contracts.MaxArtifactImport+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading artifact %q: %w", abs, err)
+		return contracts.ImportResult{}, fmt.Errorf("reading artifact %q: %w", abs, err)
 	}
 	if len(data) > contracts.MaxArtifactImport {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "artifact_too_large",
+		return contracts.ImportResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "artifact_too_large",
 			"artifact %q is larger than %d bytes: it cannot be imported", abs, contracts.MaxArtifactImport),
 			"read it in windows with extensions.mcp.artifact instead")
 	}
 	sum := sha256.Sum256(data)
-	res := contracts.ImportResult{Server: p.Server, ReceiptID: p.ReceiptID, Path: abs, Size: int64(len(data)),
+	res := contracts.ImportResult{Server: server, ReceiptID: receiptID, Path: abs, Size: int64(len(data)),
 		Encoding: "text", SHA256: hex.EncodeToString(sum[:])}
 	// Redacted as bytes, whatever the encoding, before it is encoded.
 	text, redacted := d.red.RedactWindow(data, 0, len(data))
@@ -116,12 +127,12 @@ func (d *daemon) importArtifact(_ context.Context, req *rpc.Request) (any, error
 		res.Encoding = "base64"
 		text = []byte(base64.StdEncoding.EncodeToString(text))
 	}
-	meta, err := d.sources.Put(p.Server, "artifact:"+filepath.Base(abs), text)
+	meta, err := d.sources.Put(server, label, text)
 	if err != nil {
-		return nil, err
+		return contracts.ImportResult{}, err
 	}
 	res.SourceID = meta.ID
-	d.log.Info().Str("server", p.Server).Str("receipt", p.ReceiptID).Str("source", meta.ID).Int("bytes", len(data)).Msg("artifact imported")
+	res.Chars = meta.Chars
 	return res, nil
 }
 
@@ -171,9 +182,16 @@ func (d *daemon) openArtifact(server, receiptID, path string) (*os.File, string,
 	if err := d.checkReported(server, receiptID, abs); err != nil {
 		return nil, "", err
 	}
+	f, err := openInDir(server, dir, rel, path, abs)
+	return f, abs, err
+}
+
+// openInDir opens rel inside dir through an os.Root, refusing a ".." or
+// symlink that leaves it and anything but a regular file.
+func openInDir(server, dir, rel, path, abs string) (*os.File, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, "", fmt.Errorf("opening the artifactDirectory of %q: %w: %w", server, err, contracts.ErrFailedPrecondition)
+		return nil, fmt.Errorf("opening the artifactDirectory of %q: %w: %w", server, err, contracts.ErrFailedPrecondition)
 	}
 	defer root.Close()
 	// os.Root refuses a ".." or a symlink that leaves the directory, at
@@ -181,19 +199,19 @@ func (d *daemon) openArtifact(server, receiptID, path string) (*os.File, string,
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "escapes"):
-		return nil, "", contracts.Errorf(contracts.ErrPermissionDenied, "artifact_escapes",
+		return nil, contracts.Errorf(contracts.ErrPermissionDenied, "artifact_escapes",
 			"%q leaves the artifactDirectory %q of server %q through a symlink: refused", path, dir, server)
 	case errors.Is(err, os.ErrNotExist):
-		return nil, "", contracts.Errorf(contracts.ErrNotFound, "artifact_missing", "artifact %q does not exist (any more)", abs)
+		return nil, contracts.Errorf(contracts.ErrNotFound, "artifact_missing", "artifact %q does not exist (any more)", abs)
 	case err != nil:
-		return nil, "", fmt.Errorf("opening artifact %q: %w", abs, err)
+		return nil, fmt.Errorf("opening artifact %q: %w", abs, err)
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "not_a_file", "artifact %q is not a regular file", abs)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "not_a_file", "artifact %q is not a regular file", abs)
 	}
-	return f, abs, nil
+	return f, nil
 }
 
 // checkArtifactDir refuses a directory another user could have written to.
@@ -310,7 +328,7 @@ func containsPath(s, abs string) bool {
 			return false
 		}
 		end := i + j + len(abs)
-		if end == len(s) || strings.ContainsRune(" \t\n\r\"'`)]},;:<>", rune(s[end])) || (s[end] == '.' && (end+1 == len(s) || s[end+1] == ' ' || s[end+1] == '\n')) {
+		if end == len(s) || strings.ContainsRune(" \t\n\r\"'`)]},;:<>#", rune(s[end])) || (s[end] == '.' && (end+1 == len(s) || s[end+1] == ' ' || s[end+1] == '\n')) {
 			return true
 		}
 		i = i + j + 1

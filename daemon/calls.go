@@ -178,6 +178,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	}
 	state, reason := contracts.ActionCompleted, ""
 	var staged *approvals.StagedSource
+	var text []byte
 	switch {
 	case err != nil:
 		state, reason = d.failedEnd(err, &res, view)
@@ -185,7 +186,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		// Redacted before it is retained or previewed: every cut comes
 		// after. The retained result is the answer's whole form, redacted
 		// as the answer is, so reading it back tells nothing more.
-		text := view.JSON(out.Result)
+		text = view.JSON(out.Result)
 		var meta approvals.SourceMeta
 		var perr error
 		if ex.kind == contracts.ReceiptRead {
@@ -236,6 +237,9 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		rec = d.settle(&res, ex, rec, staged, state, reason)
 	}
 	res.ReceiptID = rec.ID
+	if res.Status == contracts.CallCompleted && rec.ID != "" {
+		res.Captures = d.captures(ex.server, rec.ID, text)
+	}
 	// Calls with effects are logged at info, reads at debug.
 	ev := d.log.Info()
 	if ex.kind == contracts.ReceiptRead {

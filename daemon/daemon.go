@@ -299,6 +299,8 @@ type daemon struct {
 	gate    *ownerGate
 	ledger  *approvals.Ledger
 	sources *approvals.SourceStore
+	// capturesSeen are the browser captures imported lately (captures).
+	capturesSeen captureCache
 	// events delivers the supervisor's events to watching connections.
 	events *events
 	// requests are the server requests waiting for the owner.

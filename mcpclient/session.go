@@ -693,7 +693,7 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 		p, err := proc.Start(proc.Spec{
 			ServerID: s.cfg.ID, Command: s.cfg.Command, Args: s.cfg.Args, Cwd: s.cfg.Cwd, Env: env,
 			MaxLineBytes: s.cfg.MessageLimit(), RunDir: s.sup.opts.RunDir, PATH: s.sup.opts.PATH,
-			CacheDir: s.sup.cacheDir(s.cfg.ID), Redact: s.sup.opts.Redact,
+			CacheDir: s.sup.cacheDir(s.cfg.ID), Redact: s.sup.opts.Redact, ShortTempDir: s.cfg.Browser != nil,
 		}, s.sup.opts.Records, s.log)
 		if err != nil {
 			return nil, err
@@ -1033,6 +1033,7 @@ func (c *conn) freshCatalog(ctx context.Context) (*Catalog, error) {
 // the connection.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
+		c.closeBrowser()
 		c.cancel()
 		if c.proc != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

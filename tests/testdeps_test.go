@@ -40,7 +40,7 @@ func TestTestDepsNamesPackages(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("test-deps on a bare machine exited 0:\n%s", out)
 	}
-	for _, pkg := range []string{"git", "gcc", "socat", "systemd", "gnome-keyring", "dbus", "libglib2.0-bin", "nodejs", "npm"} {
+	for _, pkg := range []string{"git", "gcc", "socat", "systemd", "gnome-keyring", "dbus", "libglib2.0-bin", "nodejs", "npm", "chromium"} {
 		if !strings.Contains(out, " "+pkg) {
 			t.Errorf("test-deps does not name %s:\n%s", pkg, out)
 		}
@@ -49,7 +49,7 @@ func TestTestDepsNamesPackages(t *testing.T) {
 		t.Errorf("test-deps as a non-root user tried to install:\n%s", out)
 	}
 	out, code = run("PIKO_SKIP_INTEROP=1", "PIKO_SKIP_CONFORMANCE=1", "PIKO_SKIP_SECRET_SERVICE=1")
-	if code == 0 || strings.Contains(out, "nodejs") || strings.Contains(out, "gnome-keyring ") || !strings.Contains(out, "socat") {
+	if code == 0 || strings.Contains(out, "nodejs") || strings.Contains(out, " chromium") || strings.Contains(out, "gnome-keyring ") || !strings.Contains(out, "socat") {
 		t.Errorf("test-deps with every PIKO_SKIP_* flag (exit %d) should still want socat but not node or the keyring:\n%s", code, out)
 	}
 	// Only the interop tests skipped: the conformance suite still needs npm.

@@ -318,6 +318,13 @@ func writeCallResult(w *errWriter, r *contracts.CallResult) {
 	if r.Truncated {
 		fmt.Fprintf(w, "truncated: the whole result is source %s: pikoctl mcp source %s\n", clean(r.OriginalResultSourceID), clean(r.OriginalResultSourceID))
 	}
+	for _, c := range r.Captures {
+		if c.SourceID == "" {
+			fmt.Fprintf(w, "capture: %s not imported: %s\n", clean(c.Path), clean(c.Error))
+			continue
+		}
+		fmt.Fprintf(w, "capture: %s (%d bytes, %s) is source %s: pikoctl mcp source %s\n", clean(c.Path), c.Size, clean(c.Encoding), clean(c.SourceID), clean(c.SourceID))
+	}
 	if r.Status == contracts.CallUncertain {
 		fmt.Fprintln(w, "uncertain: the server may have acted on this call; check it before trying again (pikod will not resend it)")
 	}

@@ -27,6 +27,7 @@ type Process struct {
 	ticks     uint64
 	startedAt time.Time
 	home      string
+	tmp       string // short temporary directory (Spec.ShortTempDir), "" for none
 	// mark is the value of MarkVariable in the server's environment.
 	mark string
 

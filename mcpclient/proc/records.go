@@ -28,6 +28,9 @@ type Record struct {
 	Escapee bool
 	// HomeDir is the disposable home of a group record, removed with it.
 	HomeDir string
+	// TempDir is the short temporary directory of a group record
+	// (Spec.ShortTempDir), removed with it.
+	TempDir string `json:",omitempty"`
 	// Mark is the server's MarkVariable value (group records): every
 	// process that carries it and started no earlier than the leader
 	// belongs to the server. Empty in records of older versions.
@@ -123,6 +126,11 @@ func ReapOrphans(records Records, log zerolog.Logger) (int, error) {
 				errs = append(errs, fmt.Errorf("reaping server %q: removing home: %w", rec.ServerID, err))
 			}
 		}
+		if ownDir(rec.TempDir) {
+			if err := os.RemoveAll(rec.TempDir); err != nil {
+				errs = append(errs, fmt.Errorf("reaping server %q: removing its temporary directory: %w", rec.ServerID, err))
+			}
+		}
 		if err := records.DeleteProcess(rec.PID); err != nil {
 			errs = append(errs, fmt.Errorf("reaping server %q: deleting record %d: %w", rec.ServerID, rec.PID, err))
 		}
@@ -212,4 +220,19 @@ func CleanRunDir(runDir string, live func(dir string) bool) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// ownDir reports an absolute path that is a directory (not a symlink)
+// owned by this process's uid: a temporary directory under /tmp is removed
+// only while it is still the one pikod made.
+func ownDir(dir string) bool {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

@@ -75,6 +75,11 @@ type Spec struct {
 	// TermGrace is the wait after SIGTERM before SIGKILL. Default
 	// DefaultTermGrace.
 	TermGrace time.Duration
+	// ShortTempDir gives the child a private temporary directory with a
+	// short path (os.MkdirTemp under /tmp, 0700) as TMPDIR instead of the
+	// one in its home, removed with the home: a browser's Unix sockets
+	// there must fit the 107-byte path limit.
+	ShortTempDir bool
 }
 
 func (s Spec) withDefaults() Spec {
@@ -158,8 +163,16 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting server %q: %w", spec.ServerID, err)
 	}
+	var tmp string
+	if spec.ShortTempDir {
+		if tmp, err = os.MkdirTemp(shortTempBase(), "pikod-"); err != nil {
+			return nil, fmt.Errorf("starting server %q: creating a short temporary directory: %w", spec.ServerID, err)
+		}
+		spec.Env = withTMPDIR(spec.Env, tmp)
+	}
 	home, env, err := makeHome(spec, mark)
 	if err != nil {
+		removeTemp(tmp)
 		return nil, fmt.Errorf("starting server %q: %w", spec.ServerID, err)
 	}
 	cwd := spec.Cwd
@@ -186,6 +199,7 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		closeAll()
 		_ = os.RemoveAll(home)
+		removeTemp(tmp)
 		return nil, fmt.Errorf("starting server %q: creating pipes: %w", spec.ServerID, err)
 	}
 
@@ -205,6 +219,7 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		_ = os.RemoveAll(home)
+		removeTemp(tmp)
 		return nil, fmt.Errorf("starting server %q: running %q: %w", spec.ServerID, bin, err)
 	}
 	addLeader(cmd.Process.Pid)
@@ -223,6 +238,7 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 		pid:        cmd.Process.Pid,
 		startedAt:  time.Now(),
 		home:       home,
+		tmp:        tmp,
 		outR:       outR,
 		errR:       errR,
 		tail:       newStderrTail(spec.StderrRingBytes, spec.Redact),
@@ -247,7 +263,7 @@ func Start(spec Spec, records Records, log zerolog.Logger) (*Process, error) {
 		err = fmt.Errorf("reading the start time of pid %d", p.pid)
 	} else {
 		p.ticks = info.Ticks
-		err = records.PutProcess(Record{ServerID: spec.ServerID, PID: p.pid, PGID: p.pid, StartTicks: p.ticks, HomeDir: home, Mark: mark})
+		err = records.PutProcess(Record{ServerID: spec.ServerID, PID: p.pid, PGID: p.pid, StartTicks: p.ticks, HomeDir: home, TempDir: tmp, Mark: mark})
 	}
 	if err != nil {
 		// Without a durable record a daemon crash would leak the group:
@@ -373,6 +389,33 @@ func makeHome(spec Spec, mark string) (string, []string, error) {
 	}
 	sort.Strings(env)
 	return home, env, nil
+}
+
+// shortTempBase is where short temporary directories go: /tmp when it is
+// a directory, else the system's temporary directory.
+func shortTempBase() string {
+	if fi, err := os.Stat("/tmp"); err == nil && fi.IsDir() {
+		return "/tmp"
+	}
+	return os.TempDir()
+}
+
+// withTMPDIR returns env with TMPDIR (and TMP, TEMP) set to dir, unless
+// the configured env names TMPDIR itself.
+func withTMPDIR(env map[string]string, dir string) map[string]string {
+	out := make(map[string]string, len(env)+3)
+	out["TMPDIR"], out["TMP"], out["TEMP"] = dir, dir, dir
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
+// removeTemp removes a short temporary directory ("" is none).
+func removeTemp(dir string) {
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // safeName keeps a server id usable as a file-name prefix.

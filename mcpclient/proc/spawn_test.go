@@ -186,3 +186,38 @@ func TestProcessExitStatus(t *testing.T) {
 	}
 	assertNoRecords(t, recs)
 }
+
+// TestShortTempDir checks the browser's temporary directory: short,
+// private, the child's TMPDIR (TMP, TEMP), recorded with its group and
+// removed at Stop.
+func TestShortTempDir(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	spec := baseSpec(t, "env")
+	spec.ShortTempDir = true
+	recs := newMemRecords()
+	p := startTest(t, spec, recs)
+	env := map[string]string{}
+	out := bufio.NewReader(p.Stdout())
+	for {
+		line := readLine(t, out)
+		if line == "--end--" {
+			break
+		}
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	tmp := env["TMPDIR"]
+	if env["TMP"] != tmp || env["TEMP"] != tmp || strings.HasPrefix(tmp, p.HomeDir()) || len(tmp) > 40 {
+		t.Errorf("TMPDIR=%q TMP=%q TEMP=%q (home %q): want one short directory outside the home", tmp, env["TMP"], env["TEMP"], p.HomeDir())
+	}
+	if fi, err := os.Lstat(tmp); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("TMPDIR %q: %v, %v; want a 0700 directory", tmp, fi, err)
+	}
+	if list, _ := recs.ListProcesses(); len(list) != 1 || list[0].TempDir != tmp {
+		t.Errorf("records = %+v, want the group's TempDir %q", list, tmp)
+	}
+	stopTest(t, p)
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("TMPDIR %q still there after Stop: %v", tmp, err)
+	}
+}

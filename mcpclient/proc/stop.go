@@ -94,6 +94,11 @@ func (p *Process) stop(ctx context.Context, graceful bool) error {
 	if err := os.RemoveAll(p.home); err != nil {
 		errs = append(errs, fmt.Errorf("stopping server %q: removing home: %w", p.spec.ServerID, err))
 	}
+	if p.tmp != "" {
+		if err := os.RemoveAll(p.tmp); err != nil {
+			errs = append(errs, fmt.Errorf("stopping server %q: removing its temporary directory: %w", p.spec.ServerID, err))
+		}
+	}
 	if len(errs) == 0 {
 		p.mu.Lock()
 		pids := make([]int, 0, len(p.escapees))

@@ -205,6 +205,7 @@ func New(opts Options) (*Bridge, error) {
 	b.srv.AddResourceTemplate(mcp.NewResourceTemplate(SourceURIPrefix+"{id}", "pikod retained result",
 		mcp.WithTemplateDescription("the whole original result of a call pikod cut short: read it with resources/read")),
 		b.readSource)
+	b.srv.AddResourceTemplate(sourceWindowTemplate(), b.readSource)
 	return b, nil
 }
 

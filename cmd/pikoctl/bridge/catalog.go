@@ -256,7 +256,7 @@ func (b *Bridge) apply(ids []string, cats []*contracts.CatalogResult) {
 		Template: mcp.NewResourceTemplate(SourceURIPrefix+"{id}", "pikod retained result",
 			mcp.WithTemplateDescription("the whole original result of a call pikod cut short: read it with resources/read")),
 		Handler: b.readSource,
-	})
+	}, server.ServerResourceTemplate{Template: sourceWindowTemplate(), Handler: b.readSource})
 	b.srv.SetResources(resources...)
 	b.srv.SetResourceTemplates(templates...)
 	b.srv.SetPrompts(prompts...)

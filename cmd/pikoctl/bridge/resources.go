@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -63,13 +65,43 @@ func (b *Bridge) read(ctx context.Context, server, uri string) ([]mcp.ResourceCo
 // readSource serves pikod://source/ID: a retained original result, read
 // whole in windows up to maxSourceChars.
 func (b *Bridge) readSource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-	id, ok := strings.CutPrefix(req.Params.URI, SourceURIPrefix)
+	rest, ok := strings.CutPrefix(req.Params.URI, SourceURIPrefix)
+	id, query, windowed := strings.Cut(rest, "?")
 	if !ok || id == "" {
 		return nil, fmt.Errorf("%q is not a retained result: use the %sID a call result links to", req.Params.URI, SourceURIPrefix)
 	}
 	c, err := b.conn(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if windowed {
+		// One window (source.read): offset and length count characters.
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return nil, fmt.Errorf("%q: the window is ?offset=N&length=N: %v", req.Params.URI, err)
+		}
+		var p contracts.SourceReadParams
+		p.SourceID = id
+		for name, dst := range map[string]*int64{"offset": &p.Offset, "length": &p.Length} {
+			if v := q.Get(name); v != "" {
+				if *dst, err = strconv.ParseInt(v, 10, 64); err != nil || *dst < 0 {
+					return nil, fmt.Errorf("%q: %s must be a whole number of characters", req.Params.URI, name)
+				}
+			}
+		}
+		var w contracts.SourceReadResult
+		if err := c.Call(ctx, contracts.MethodSourceRead, p, &w); err != nil {
+			return nil, err
+		}
+		out := []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: w.Text}}
+		next := w.Offset + int64(len([]rune(w.Text)))
+		note := fmt.Sprintf("pikod: characters %d to %d of %d", w.Offset, next, w.Total)
+		if !w.EOF {
+			note += fmt.Sprintf("; the next window is %s%s?offset=%d&length=%d", SourceURIPrefix, id, next, max(p.Length, int64(len([]rune(w.Text)))))
+		} else {
+			note += " (the end)"
+		}
+		return append(out, mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: note}), nil
 	}
 	var text strings.Builder
 	var off int64
@@ -89,6 +121,13 @@ func (b *Bridge) readSource(ctx context.Context, req mcp.ReadResourceRequest) ([
 		}
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "application/json", Text: text.String()}}, nil
+}
+
+// sourceWindowTemplate is the URI template of one window of a retained
+// source: pikod://source/ID?offset=N&length=N (characters).
+func sourceWindowTemplate() mcp.ResourceTemplate {
+	return mcp.NewResourceTemplate(SourceURIPrefix+"{id}{?offset,length}", "a window of a pikod retained source",
+		mcp.WithTemplateDescription("length characters of a retained result or capture from offset (source.read): a snapshot read a window at a time"))
 }
 
 // getPrompt gets prompt name of server. Its messages are the server's

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -361,6 +362,22 @@ func toolResult(res contracts.CallResult) *mcp.CallToolResult {
 			mcp.NewTextContent("pikod: this result was cut short; read it whole with resources/read "+uri),
 			mcp.NewResourceLink(uri, "the whole result", "the original result as the server sent it", "application/json"))
 		meta["io.pikod/sourceId"] = res.OriginalResultSourceID
+	}
+	var captures []map[string]any
+	for _, c := range res.Captures {
+		if c.SourceID == "" {
+			out.Content = append(out.Content, mcp.NewTextContent(fmt.Sprintf("pikod: the capture %s was not kept: %s", c.Path, c.Error)))
+			continue
+		}
+		uri := SourceURIPrefix + c.SourceID
+		out.Content = append(out.Content,
+			mcp.NewTextContent(fmt.Sprintf("pikod: the capture %s (%d bytes, %s, %d characters) is kept as %s; read it a window at a time with resources/read %s?offset=0&length=4000",
+				c.Path, c.Size, c.Encoding, c.Chars, uri, uri)),
+			mcp.NewResourceLink(uri, filepath.Base(c.Path), "a file the browser wrote, kept by pikod with this call's receipt", "text/plain"))
+		captures = append(captures, map[string]any{"path": c.Path, "sourceId": c.SourceID, "size": c.Size, "encoding": c.Encoding, "chars": c.Chars})
+	}
+	if captures != nil {
+		meta["io.pikod/captures"] = captures
 	}
 	if out.Content == nil {
 		out.Content = []mcp.Content{}
