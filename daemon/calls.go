@@ -21,15 +21,12 @@ import (
 // call serves extensions.mcp.call: it resolves the tool, canonicalises and
 // validates the arguments, then executes the call when a grant allows it
 // or prepares an action for the owner.
-func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) {
-	// Every error answer of a call comes before anything was sent (an
-	// executed call always answers with a CallResult).
-	defer func() { err = unsent(err, "the call") }()
-	var p contracts.CallParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	server, tool, err := d.resolveTool(ctx, p)
+//
+// Every error answer of a call comes before anything was sent (an
+// executed call always answers with a CallResult): its row marks them so
+// (unsent).
+func (d *daemon) call(ctx context.Context, req *rpc.Request, p *contracts.CallParams) (any, error) {
+	server, tool, err := d.resolveTool(ctx, *p)
 	if err != nil {
 		return nil, err
 	}
@@ -320,11 +317,7 @@ func (d *daemon) redactError(err error, view *vault.View) *contracts.Error {
 
 // actionsList serves extensions.mcp.actions.list. Prepared actions whose
 // fingerprints moved are recorded stale first.
-func (d *daemon) actionsList(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ActionsListParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) actionsList(ctx context.Context, req *rpc.Request, p *contracts.ActionsListParams) (any, error) {
 	if p.Limit <= 0 || p.Limit > 1000 {
 		p.Limit = 100
 	}
@@ -406,22 +399,11 @@ func (d *daemon) revalidate(a approvals.Action, cur contracts.Fingerprints) appr
 	return b
 }
 
-func decodeAction(req *rpc.Request) (string, error) {
-	var p contracts.ActionParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return "", err
-	}
-	if p.ActionID == "" {
-		return "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_action", `missing "actionId"`)
-	}
-	return p.ActionID, nil
-}
-
 // actionsReview serves extensions.mcp.actions.review: exactly what
 // approving would send, safe to show. A prepared action whose
 // fingerprints moved is recorded stale first, with the reason.
-func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, error) {
-	a, err := d.requestedAction(ctx, req)
+func (d *daemon) actionsReview(ctx context.Context, _ *rpc.Request, p *contracts.ActionParams) (any, error) {
+	a, err := d.requestedAction(ctx, p.ActionID)
 	if err != nil {
 		return nil, err
 	}
@@ -430,11 +412,7 @@ func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, erro
 
 // requestedAction is the action a request's params name, recorded stale
 // first when it is prepared and a fingerprint moved.
-func (d *daemon) requestedAction(ctx context.Context, req *rpc.Request) (approvals.Action, error) {
-	id, err := decodeAction(req)
-	if err != nil {
-		return approvals.Action{}, err
-	}
+func (d *daemon) requestedAction(ctx context.Context, id string) (approvals.Action, error) {
 	a, err := d.ledger.Get(id)
 	if err != nil {
 		return approvals.Action{}, err
@@ -448,17 +426,10 @@ func (d *daemon) requestedAction(ctx context.Context, req *rpc.Request) (approva
 // actionsApprove serves extensions.mcp.actions.approve. Approving is
 // terminal-only (checked by rpc.Server before this runs); rejecting is
 // exempt.
-func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, err error) {
-	// As for call: an error answer means nothing was sent.
-	defer func() { err = unsent(err, "the approved call") }()
-	var p contracts.ApproveParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.ActionID == "" || p.Digest == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_action",
-			`missing "actionId" or "digest": quote the digest shown by actions.review`)
-	}
+//
+// As for call, an error answer means nothing was sent: its row marks
+// them so (unsent).
+func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request, p *contracts.ApproveParams) (any, error) {
 	switch p.Decision {
 	case contracts.DecisionReject:
 		a, err := d.ledger.Reject(p.ActionID, p.Digest)
@@ -525,17 +496,7 @@ func (d *daemon) staleAtDispatch(ex execution, cause error) (contracts.CallResul
 }
 
 // sourceRead serves source.read.
-func (d *daemon) sourceRead(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.SourceReadParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.SourceID == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_source", `missing "sourceId"`)
-	}
-	if p.Offset < 0 || p.Length < 0 {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
-	}
+func (d *daemon) sourceRead(_ context.Context, req *rpc.Request, p *contracts.SourceReadParams) (any, error) {
 	// A retained result was redacted when it was kept, as the answer that
 	// carried it: read back, it is redacted of what entered the set since,
 	// as its server's output, so it tells no more than that answer did.

@@ -202,14 +202,7 @@ func (d *daemon) taskInfo(server string, t mcpclient.TaskState, via string) (con
 }
 
 // tasks serves extensions.mcp.tasks.
-func (d *daemon) tasks(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.TasksParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, missingServer()
-	}
+func (d *daemon) tasks(ctx context.Context, req *rpc.Request, p *contracts.TasksParams) (any, error) {
 	if p.Op == "" {
 		p.Op = contracts.TaskOpList
 	}
@@ -234,9 +227,9 @@ func (d *daemon) tasks(ctx context.Context, req *rpc.Request) (any, error) {
 		info, _, _ := d.taskInfo(p.Server, *ans.Task, "tasks/get")
 		return contracts.TaskGetResult{Server: p.Server, Op: p.Op, Task: info}, nil
 	case contracts.TaskOpResult:
-		return d.taskResult(ctx, p, req.Caller())
+		return d.taskResult(ctx, *p, req.Caller())
 	case contracts.TaskOpCancel:
-		return d.prepareCancel(ctx, p, req.Caller())
+		return d.prepareCancel(ctx, *p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op",
 		`"op" must be "list", "get", "result" or "cancel", not %q`, clipText(p.Op, 40))

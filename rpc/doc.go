@@ -10,17 +10,24 @@
 // never wait behind work) with per-connection and server-wide slots,
 // $/cancelRequest, half-closed connections (requests already read are
 // answered; only a full close cancels), notifications back to the calling
-// connection, strict params decoding (DecodeParams), and the Go client
-// (Dial, Call) used by pikoctl, the TUI and the tests.
+// connection, the method table (Method rows built with Handle: each
+// method's params decoded once, strictly, into its typed params; their
+// common members checked once through contracts.ParamsChecker; the result
+// encoded once), and the Go client (Dial, Call) used by pikoctl, the TUI
+// and the tests.
 //
 // It is also the one place where terminal-only methods are enforced: for
 // every call of a contracts.TerminalOnly method that is not exempt (the
-// exemption member decoded as the handler decodes it), the server checks
+// exemption member read from the very params value the handler gets;
+// params that do not decode are never exempt), the server checks
 // the calling process (Peer.CheckTerminal: a controlling terminal, fd 0 is
 // that terminal, the terminal belongs to the daemon's uid, the process is
 // in its foreground group; /proc on Linux, kern.proc.pid and proc_info on
-// macOS) and then runs Options.OwnerCheck, before any handler. A check
-// that cannot be made refuses, and so does a server without OwnerCheck.
+// macOS) and then runs Options.OwnerCheck, which reads the passphrase from
+// the decoded params (Request.Decoded), before any handler. A check that
+// cannot be made refuses, and so does a server without OwnerCheck. Params
+// that do not decode are answered invalid_params once the terminal checks
+// pass, without asking the owner check.
 //
 // rpc knows nothing of MCP, settings, the vault or the ledger: handlers are
 // registered by the daemon. It may import only the standard library,
