@@ -582,11 +582,13 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	if f == nil {
 		f = &frame{received: time.Now()}
 	}
-	if want := ""; !r.Notif {
+	// idJSON is the id as json.Marshal gives it, for every answer.
+	var idJSON json.RawMessage
+	if !r.Notif {
 		if b, err := json.Marshal(r.ID); err == nil {
-			want = string(b)
+			idJSON = b
 		}
-		if f.id != want {
+		if f.id != string(idJSON) {
 			// Cannot happen: the stream hands jsonrpc2 the envelope of
 			// the very message it keeps.
 			log.Error().Msg("dispatch: the message read is not the one dispatched; ignoring its params")
@@ -597,10 +599,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	answered := func() { cs.st.acct.release(f.charge) }
 	// Early answers echo the caller's id and method: the filter is told
 	// they are the caller's own.
-	early := Outgoing{Request: &Request{Method: r.Method, Params: f.params, Peer: cs.peer}}
-	if id, err := json.Marshal(r.ID); err == nil {
-		early.Request.ID = id
-	}
+	early := Outgoing{Request: &Request{Method: r.Method, Params: f.params, Peer: cs.peer, ID: idJSON}}
 	if r.Method == contracts.MethodCancel {
 		cs.cancel(f.params, log)
 		if !r.Notif {
@@ -653,10 +652,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	conn := cs.conn
 	cs.mu.Unlock()
 
-	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received, conn: conn}
-	if id, err := json.Marshal(r.ID); err == nil {
-		req.ID = id
-	}
+	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received, conn: conn, ID: idJSON}
 	req.Notify = func(method string, params any) error {
 		if rctx.Err() != nil {
 			return fmt.Errorf("sending notification %s: %w", method, ErrConnClosed)
