@@ -29,6 +29,22 @@
 // that do not decode are answered invalid_params once the terminal checks
 // pass, without asking the owner check.
 //
+// What pikod does around jsonrpc2 (sourcegraph/jsonrpc2, the protocol
+// library): jsonrpc2.Conn runs each connection's read loop and the
+// client's calls, and its message types (ID, Request, Response, Error)
+// are the wire's. Around it, pikod owns the framing (stream: NDJSON lines
+// with a cap, write deadlines, the request budget), the strict checks of
+// every line (checkObject: one parse of the line into slices of it; a
+// bad line is answered and the connection goes on), and the bytes jsonrpc2
+// would otherwise decode into generic values and encode again: the server
+// hands jsonrpc2 only a request's envelope (method and id) and keeps its
+// params exactly as received for the method's row, which decodes them
+// once into the typed params; results are encoded once (json.Marshal, or
+// Encoded as kept) and framed by the stream, never re-encoded by
+// jsonrpc2; the client keeps a large result as received and gives
+// jsonrpc2 a placeholder. $/cancelRequest, the lanes, the slots and the
+// terminal checks are pikod's too.
+//
 // rpc knows nothing of MCP, settings, the vault or the ledger: handlers are
 // registered by the daemon. It may import only the standard library,
 // contracts (method names and the error-code table: errors cross the socket
