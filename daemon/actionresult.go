@@ -14,8 +14,8 @@ import (
 // action that has ended, as its approver was answered, rebuilt from the
 // ledger, the receipt and the retained result. It decides nothing and
 // sends nothing: any local tool may ask what became of an action.
-func (d *daemon) actionsResult(ctx context.Context, req *rpc.Request) (any, error) {
-	a, err := d.requestedAction(ctx, req)
+func (d *daemon) actionsResult(ctx context.Context, _ *rpc.Request, p *contracts.ActionParams) (any, error) {
+	a, err := d.requestedAction(ctx, p.ActionID)
 	if err != nil {
 		return nil, err
 	}

@@ -25,11 +25,7 @@ import (
 // artifact serves extensions.mcp.artifact: a bounded window of a file a
 // completed receipt reported, read only inside the server's
 // artifactDirectory and never through a symlink or ".." that leaves it.
-func (d *daemon) artifact(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ArtifactParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) artifact(_ context.Context, req *rpc.Request, p *contracts.ArtifactParams) (any, error) {
 	if p.Offset < 0 || p.Length < 0 {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
 	}
@@ -87,11 +83,7 @@ func (d *daemon) artifact(_ context.Context, req *rpc.Request) (any, error) {
 
 // importArtifact serves extensions.mcp.import: the whole reported file,
 // copied into the retained sources and linked to the receipt's server.
-func (d *daemon) importArtifact(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ImportParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) importArtifact(_ context.Context, req *rpc.Request, p *contracts.ImportParams) (any, error) {
 	f, abs, err := d.openArtifact(p.Server, p.ReceiptID, p.Path)
 	if err != nil {
 		return nil, err

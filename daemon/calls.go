@@ -18,74 +18,48 @@ import (
 	"github.com/pikod/pikod/vault"
 )
 
-// call serves extensions.mcp.call: it resolves the tool, canonicalises and
-// validates the arguments, then executes the call when a grant allows it
-// or prepares an action for the owner.
-func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) {
-	// Every error answer of a call comes before anything was sent (an
-	// executed call always answers with a CallResult).
-	defer func() { err = unsent(err, "the call") }()
-	var p contracts.CallParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	server, tool, err := d.resolveTool(ctx, p)
+// call serves extensions.mcp.call: the supervisor prepares the call once
+// (the tool looked up, the arguments canonicalised and validated, the
+// selection and task mode checked, the fingerprints taken), then its
+// grant decides: executed at once, or prepared as an action for the
+// owner.
+//
+// Every error answer of a call comes before anything was sent (an
+// executed call always answers with a CallResult): its row marks them so
+// (unsent).
+func (d *daemon) call(ctx context.Context, req *rpc.Request, p *contracts.CallParams) (any, error) {
+	pc, err := d.sup.Prepare(ctx, mcpclient.CallSpec{Server: p.Server, Tool: p.Tool, Name: p.Name, Arguments: p.Arguments,
+		Task: p.Task, Check: d.checkRotated})
 	if err != nil {
 		return nil, err
 	}
-	if err := d.checkRotated(server); err != nil {
-		return nil, err
-	}
-	args, err := mcpclient.CanonicalArguments(p.Arguments)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.sup.Schemas().Validate(tool.InputSchema, args); err != nil {
-		return nil, fmt.Errorf("arguments for %s on %q: %w", tool.OriginalName, server, err)
-	}
+	server, tool := pc.Server(), pc.Tool()
 	// A paused server's granted tools wait for the owner like any other.
-	held := ""
-	if pause, ok := d.pauseOf(server); ok && tool.Grant != contracts.GrantNotSelected {
+	grant, held := tool.Grant, ""
+	if pause, ok := d.pauseOf(server); ok {
 		held = heldReason(server, pause)
-		tool.Grant = contracts.GrantApproval
-	}
-	asTask, err := taskCall(server, tool, p.Task)
-	if err != nil {
-		return nil, err
+		grant = contracts.GrantApproval
 	}
 	// Who asked: recorded with the action and the receipt the call leaves.
 	caller := req.Caller()
-	if asTask {
-		return d.prepareTask(ctx, server, tool, args, caller)
+	if pc.Task() {
+		return d.prepareTask(pc, caller)
 	}
-	switch tool.Grant {
-	case contracts.GrantNotSelected:
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
-				"tool %q of server %q is not selected for execution", tool.OriginalName, server),
-			`add it to the server's "tools" in the settings to allow calls`)
+	switch grant {
 	case contracts.GrantRead:
-		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: args, validated: tool.Digest,
-			caller: caller})
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptRead, server: server, tool: tool.OriginalName, args: pc.Arguments(),
+			call: pc, caller: caller})
 	case contracts.GrantAutonomous:
-		fp, err := d.fingerprints(server, tool)
-		if err != nil {
-			return nil, err
-		}
-		a, err := d.ledger.BeginDirect(contracts.ReceiptAutonomous, server, tool.OriginalName, args, fp, caller)
+		a, err := d.ledger.BeginDirect(contracts.ReceiptAutonomous, server, tool.OriginalName, pc.Arguments(), d.fingerprints(pc), caller)
 		if err != nil {
 			return nil, d.storageFull(err, "the call was refused before anything was sent")
 		}
-		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: args, actionID: a.ID,
-			validated: tool.Digest, caller: a.Caller})
+		return d.execute(ctx, req, execution{kind: contracts.ReceiptAutonomous, server: server, tool: tool.OriginalName, args: pc.Arguments(),
+			actionID: a.ID, call: pc, caller: a.Caller})
 	}
 	// Bound to the very definition the arguments were validated against.
-	fp, err := d.fingerprints(server, tool)
-	if err != nil {
-		return nil, err
-	}
 	// The description is the server's text, kept in pikod.db for review.
-	a, err := d.ledger.Prepare(server, tool.OriginalName, args, d.red.Text(tool.Description), fp, caller)
+	a, err := d.ledger.Prepare(server, tool.OriginalName, pc.Arguments(), d.red.Text(tool.Description), d.fingerprints(pc), caller)
 	if err != nil {
 		return nil, d.storageFull(err, "no action was prepared and nothing was sent")
 	}
@@ -99,36 +73,13 @@ func (d *daemon) call(ctx context.Context, req *rpc.Request) (_ any, err error) 
 	}, nil
 }
 
-// resolveTool finds the tool a call names, by server and original name or
-// by model-facing name.
-func (d *daemon) resolveTool(ctx context.Context, p contracts.CallParams) (string, contracts.CatalogTool, error) {
-	switch {
-	case p.Name != "" && (p.Server != "" || p.Tool != ""):
-		return "", contracts.CatalogTool{}, contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_tool",
-			`name a tool either by "name" (model-facing) or by "server" and "tool", not both`)
-	case p.Name != "":
-		return d.sup.ToolByModelName(ctx, p.Name)
-	case p.Server == "" || p.Tool == "":
-		return "", contracts.CatalogTool{}, contracts.Errorf(contracts.ErrInvalidArgument, "missing_tool",
-			`missing "server" and "tool" (or "name"): say which tool to call`)
-	}
-	t, err := d.sup.Tool(ctx, p.Server, p.Tool)
-	return p.Server, t, err
-}
-
-// fingerprints captures what an approval is bound to, for tool t of
-// server as looked up just now.
-func (d *daemon) fingerprints(server string, t contracts.CatalogTool) (contracts.Fingerprints, error) {
-	cfg, ok := d.serverSettings(server)
-	if !ok {
-		return contracts.Fingerprints{}, contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", server)
-	}
-	return contracts.Fingerprints{
-		Settings:             cfg.ApprovalDigest(t.OriginalName),
-		CredentialGeneration: d.creds.generation(server),
-		ConnectionGeneration: d.sup.Generation(server),
-		Tool:                 t.Digest,
-	}, nil
+// fingerprints is what an approval of a prepared call is bound to: what
+// the supervisor took under the session's lock, and the server's
+// credential generation.
+func (d *daemon) fingerprints(pc *mcpclient.PreparedCall) contracts.Fingerprints {
+	fp := pc.Fingerprints()
+	fp.CredentialGeneration = d.creds.generation(pc.Server())
+	return fp
 }
 
 func (d *daemon) serverSettings(id string) (contracts.ServerSettings, bool) {
@@ -149,11 +100,14 @@ type execution struct {
 	tool     string
 	args     []byte
 	actionID string // ledger action of approved and autonomous calls
-	// validated is the digest of the tool definition args were checked
-	// against here (Call re-checks if the definition changed since).
-	validated string
-	// bound pins an approved call to the connection it was approved for.
-	bound *mcpclient.Binding
+	// call is the call as the supervisor prepared it; refused, when call
+	// is nil, is why an approved action's call could not be prepared (it
+	// ends like a call that failed before anything was sent).
+	call    *mcpclient.PreparedCall
+	refused error
+	// bound says the call is an approved action's, pinned to the
+	// connection, settings and definition it was approved for.
+	bound bool
 	// caller is who asked: the requester of a direct call, the one who
 	// asked for an approved call's action (zero when unknown).
 	caller contracts.Caller
@@ -170,10 +124,11 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 		pp.RequestID = req.ID
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
 	}
-	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: ex.server, Tool: ex.tool, Arguments: ex.args,
-		Progress: progress, ValidatedDigest: ex.validated, Bound: ex.bound, Quiet: ex.kind == contracts.ReceiptRead,
-		Redact: view.Text})
-	if err != nil && ex.bound != nil && ex.actionID != "" && contracts.ToError(err).Reason() == "definition_changed" {
+	out, err := (*mcpclient.CallOutcome)(nil), ex.refused
+	if ex.call != nil {
+		out, err = ex.call.Send(ctx, mcpclient.SendOptions{Progress: progress, Redact: view.Text})
+	}
+	if err != nil && ex.bound && ex.actionID != "" && contracts.ToError(err).Reason() == "definition_changed" {
 		return d.staleAtDispatch(ex, err)
 	}
 	state, reason := contracts.ActionCompleted, ""
@@ -240,13 +195,23 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	if res.Status == contracts.CallCompleted && rec.ID != "" {
 		res.Captures = d.captures(ex.server, rec.ID, text)
 	}
-	// Calls with effects are logged at info, reads at debug.
+	// The call's one log line. Calls with effects are logged at info,
+	// reads at debug (this line is on every call's path), any that ended
+	// without a result at info.
 	ev := d.log.Info()
-	if ex.kind == contracts.ReceiptRead {
+	if ex.kind == contracts.ReceiptRead && err == nil {
 		ev = d.log.Debug()
 	}
-	ev.Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).Bool("not_sent", res.NotSent).
-		Str("receipt", rec.ID).Str("action", ex.actionID).Msg("call")
+	ev = ev.Str("server", ex.server).Str("tool", ex.tool).Str("kind", ex.kind).Str("status", res.Status).Bool("not_sent", res.NotSent).
+		Str("receipt", rec.ID).Str("action", ex.actionID)
+	if out != nil {
+		ev = ev.Dur("elapsed", out.Elapsed).Int("input_rounds", out.InputRounds).Int("result_bytes", len(out.Result)).
+			Bool("output_schema_mismatch", out.OutputSchemaError != "")
+	}
+	if res.Error != nil {
+		ev = ev.Str("error", kept.Text(maskSent(res.Error.Message, ex.args)))
+	}
+	ev.Msg("call")
 	return res, nil
 }
 
@@ -345,11 +310,7 @@ func (d *daemon) redactError(err error, view *vault.View) *contracts.Error {
 
 // actionsList serves extensions.mcp.actions.list. Prepared actions whose
 // fingerprints moved are recorded stale first.
-func (d *daemon) actionsList(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ActionsListParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) actionsList(ctx context.Context, req *rpc.Request, p *contracts.ActionsListParams) (any, error) {
 	if p.Limit <= 0 || p.Limit > 1000 {
 		p.Limit = 100
 	}
@@ -431,22 +392,11 @@ func (d *daemon) revalidate(a approvals.Action, cur contracts.Fingerprints) appr
 	return b
 }
 
-func decodeAction(req *rpc.Request) (string, error) {
-	var p contracts.ActionParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return "", err
-	}
-	if p.ActionID == "" {
-		return "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_action", `missing "actionId"`)
-	}
-	return p.ActionID, nil
-}
-
 // actionsReview serves extensions.mcp.actions.review: exactly what
 // approving would send, safe to show. A prepared action whose
 // fingerprints moved is recorded stale first, with the reason.
-func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, error) {
-	a, err := d.requestedAction(ctx, req)
+func (d *daemon) actionsReview(ctx context.Context, _ *rpc.Request, p *contracts.ActionParams) (any, error) {
+	a, err := d.requestedAction(ctx, p.ActionID)
 	if err != nil {
 		return nil, err
 	}
@@ -455,11 +405,7 @@ func (d *daemon) actionsReview(ctx context.Context, req *rpc.Request) (any, erro
 
 // requestedAction is the action a request's params name, recorded stale
 // first when it is prepared and a fingerprint moved.
-func (d *daemon) requestedAction(ctx context.Context, req *rpc.Request) (approvals.Action, error) {
-	id, err := decodeAction(req)
-	if err != nil {
-		return approvals.Action{}, err
-	}
+func (d *daemon) requestedAction(ctx context.Context, id string) (approvals.Action, error) {
 	a, err := d.ledger.Get(id)
 	if err != nil {
 		return approvals.Action{}, err
@@ -473,17 +419,10 @@ func (d *daemon) requestedAction(ctx context.Context, req *rpc.Request) (approva
 // actionsApprove serves extensions.mcp.actions.approve. Approving is
 // terminal-only (checked by rpc.Server before this runs); rejecting is
 // exempt.
-func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, err error) {
-	// As for call: an error answer means nothing was sent.
-	defer func() { err = unsent(err, "the approved call") }()
-	var p contracts.ApproveParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.ActionID == "" || p.Digest == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_action",
-			`missing "actionId" or "digest": quote the digest shown by actions.review`)
-	}
+//
+// As for call, an error answer means nothing was sent: its row marks
+// them so (unsent).
+func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request, p *contracts.ApproveParams) (any, error) {
 	switch p.Decision {
 	case contracts.DecisionReject:
 		a, err := d.ledger.Reject(p.ActionID, p.Digest)
@@ -525,10 +464,12 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request) (_ any, e
 	// The arguments were validated when the action was prepared, against
 	// the definition whose digest approval just confirmed unchanged.
 	// The call goes to the very connection and settings the approval was
-	// checked against, or nowhere.
+	// checked against, or nowhere; a call that cannot be prepared so ends
+	// the action as not sent.
 	// The receipt names who asked for the action, not the owner approving.
+	pc, perr := d.sup.Prepare(ctx, mcpclient.CallSpec{Server: a.Server, Tool: a.Tool, Arguments: a.Arguments, Canonical: true, Bound: bound})
 	return d.execute(ctx, req, execution{kind: contracts.ReceiptApproved, server: a.Server, tool: a.Tool, args: a.Arguments,
-		actionID: a.ID, validated: a.Fingerprints.Tool, bound: bound, caller: a.Caller})
+		actionID: a.ID, call: pc, refused: perr, bound: true, caller: a.Caller})
 }
 
 // reasonStaleAtDispatch is the reason of an approved action whose tool
@@ -550,17 +491,7 @@ func (d *daemon) staleAtDispatch(ex execution, cause error) (contracts.CallResul
 }
 
 // sourceRead serves source.read.
-func (d *daemon) sourceRead(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.SourceReadParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.SourceID == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_source", `missing "sourceId"`)
-	}
-	if p.Offset < 0 || p.Length < 0 {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
-	}
+func (d *daemon) sourceRead(_ context.Context, req *rpc.Request, p *contracts.SourceReadParams) (any, error) {
 	// A retained result was redacted when it was kept, as the answer that
 	// carried it: read back, it is redacted of what entered the set since,
 	// as its server's output, so it tells no more than that answer did.

@@ -84,11 +84,7 @@ func (d *daemon) compactNow(trigger string, force bool) (contracts.CompactResult
 }
 
 // compact is extensions.mcp.compact.
-func (d *daemon) compact(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.CompactParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) compact(_ context.Context, _ *rpc.Request, _ *contracts.CompactParams) (contracts.CompactResult, error) {
 	return d.compactNow("asked", true)
 }
 

@@ -492,13 +492,7 @@ func fitHint(cfg *contracts.ServerSettings) string {
 }
 
 // secret serves extensions.secret.
-func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.SecretParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		// Never echo the params: they hold secrets.
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
-			`invalid params: send {"server":ID,"credentials":{...}}`)
-	}
+func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.SecretParams) (any, error) {
 	if p.Extension != "" {
 		if err := checkExtension(p.Extension); err != nil {
 			return nil, err
@@ -590,11 +584,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request) (any, error) {
 }
 
 // vaultUnlock serves vault.unlock.
-func (d *daemon) vaultUnlock(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.VaultUnlockParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params", `invalid params: send {"passphrase":"..."}`)
-	}
+func (d *daemon) vaultUnlock(_ context.Context, req *rpc.Request, p *contracts.VaultUnlockParams) (any, error) {
 	if err := d.creds.v.Unlock(vault.NewSecret(p.Passphrase)); err != nil {
 		return nil, err
 	}

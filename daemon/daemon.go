@@ -262,7 +262,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// runs: the peer's terminal first, then the owner gate (passphrase).
 	d.probes.log = log.With().Str("component", "redaction").Logger()
 	srv := rpc.NewServer(rpc.Options{Log: log.With().Str("component", "rpc").Logger(), Filter: d.filterFrame,
-		OwnerCheck: d.gate.Check})
+		OwnerCheck: d.gate.Check, RequestContext: requestContext})
 	d.register(srv)
 	log.Info().Str("socket", cfg.SocketPath).Int("pid", os.Getpid()).
 		Str("version", cfg.Version).Msg("pikod ready")

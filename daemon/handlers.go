@@ -14,67 +14,76 @@ import (
 	"github.com/pikod/pikod/rpc"
 )
 
-// register fills the method table. Every method of contracts.Methods is
-// registered: the ones not served yet answer ErrNotImplemented.
+// register fills the method table: one typed row per method
+// (rpc.Handle), which decodes the params once, checks their common
+// members (contracts.ParamsChecker) and hands the handler the value.
+// Every method of contracts.Methods is registered: the ones not served
+// yet answer ErrNotImplemented.
 func (d *daemon) register(srv *rpc.Server) {
-	served := map[string]rpc.HandlerFunc{
-		contracts.MethodHello:              d.hello,
-		contracts.MethodConfigure:          d.configure,
-		contracts.MethodSettings:           d.getSettings,
-		contracts.MethodMCPStatus:          d.status,
-		contracts.MethodMCPConnect:         d.connect,
-		contracts.MethodMCPDisconnect:      d.disconnect,
-		contracts.MethodMCPPing:            d.ping,
-		contracts.MethodMCPCatalog:         d.catalog,
-		contracts.MethodMCPCall:            d.call,
-		contracts.MethodMCPResource:        d.resource,
-		contracts.MethodMCPPrompt:          d.prompt,
-		contracts.MethodMCPComplete:        d.complete,
-		contracts.MethodMCPSkills:          d.skills,
-		contracts.MethodMCPActionsList:     d.actionsList,
-		contracts.MethodMCPActionsReview:   d.actionsReview,
-		contracts.MethodMCPActionsApprove:  d.actionsApprove,
-		contracts.MethodMCPActionsResult:   d.actionsResult,
-		contracts.MethodMCPReceipts:        d.receipts,
-		contracts.MethodMCPCompact:         d.compact,
-		contracts.MethodSourceRead:         d.sourceRead,
-		contracts.MethodSecret:             d.secret,
-		contracts.MethodVaultUnlock:        d.vaultUnlock,
-		contracts.MethodVaultMigrate:       d.vaultMigrate,
-		contracts.MethodMCPTrust:           d.trust,
-		contracts.MethodPassphrase:         d.gate.passphrase,
-		contracts.MethodMCPWatch:           d.watch,
-		contracts.MethodMCPLogging:         d.logging,
-		contracts.MethodMCPAuth:            d.auth,
-		contracts.MethodMCPAuthCancel:      d.authCancel,
-		contracts.MethodMCPLogout:          d.logout,
-		contracts.MethodMCPRequests:        d.requestsList,
-		contracts.MethodMCPRequestsRead:    d.requestsRead,
-		contracts.MethodMCPRequestsRespond: d.requestsRespond,
-		contracts.MethodMCPRequestsPropose: d.requestsPropose,
-		contracts.MethodMCPSearch:          d.search,
-		contracts.MethodMCPPause:           d.pause,
-		contracts.MethodMCPResume:          d.resume,
-		contracts.MethodMCPArtifact:        d.artifact,
-		contracts.MethodMCPImport:          d.importArtifact,
-		contracts.MethodMCPTasks:           d.tasks,
+	// Params that hold secrets are never echoed in a decode error.
+	const (
+		secretParams     = `invalid params: send {"server":ID,"credentials":{...}}`
+		unlockParams     = `invalid params: send {"passphrase":"..."}`
+		authParams       = `invalid params: send {"server":ID,"op":"start"|"discover"|"wait"|"complete","flowId"?,"redirectUrl"?}`
+		passphraseParams = `invalid params: send {"op":"set"|"change"|"clear","passphrase"?,"newPassphrase"?} with string values`
+		migrateParams    = `invalid params: send {"to":"secret-service"|"keychain"|"file"|"file-unlock"}`
+	)
+	served := map[string]rpc.Method{
+		contracts.MethodHello:              rpc.Handle(d.hello),
+		contracts.MethodConfigure:          rpc.Handle(d.configure),
+		contracts.MethodSettings:           rpc.Handle(d.getSettings),
+		contracts.MethodMCPStatus:          rpc.Handle(d.status),
+		contracts.MethodMCPConnect:         rpc.Handle(d.connect),
+		contracts.MethodMCPDisconnect:      rpc.Handle(d.disconnect),
+		contracts.MethodMCPPing:            rpc.Handle(d.ping),
+		contracts.MethodMCPCatalog:         rpc.Handle(d.catalog),
+		contracts.MethodMCPCall:            rpc.Handle(d.call, rpc.MapErrors(func(err error) error { return unsent(err, "the call") })),
+		contracts.MethodMCPResource:        rpc.Handle(d.resource),
+		contracts.MethodMCPPrompt:          rpc.Handle(d.prompt),
+		contracts.MethodMCPComplete:        rpc.Handle(d.complete),
+		contracts.MethodMCPSkills:          rpc.Handle(d.skills),
+		contracts.MethodMCPActionsList:     rpc.Handle(d.actionsList),
+		contracts.MethodMCPActionsReview:   rpc.Handle(d.actionsReview),
+		contracts.MethodMCPActionsApprove:  rpc.Handle(d.actionsApprove, rpc.MapErrors(func(err error) error { return unsent(err, "the approved call") })),
+		contracts.MethodMCPActionsResult:   rpc.Handle(d.actionsResult),
+		contracts.MethodMCPReceipts:        rpc.Handle(d.receipts),
+		contracts.MethodMCPCompact:         rpc.Handle(d.compact),
+		contracts.MethodSourceRead:         rpc.Handle(d.sourceRead),
+		contracts.MethodSecret:             rpc.Handle(d.secret, rpc.SecretParams(secretParams)),
+		contracts.MethodVaultUnlock:        rpc.Handle(d.vaultUnlock, rpc.SecretParams(unlockParams)),
+		contracts.MethodVaultMigrate:       rpc.Handle(d.vaultMigrate, rpc.SecretParams(migrateParams)),
+		contracts.MethodMCPTrust:           rpc.Handle(d.trust),
+		contracts.MethodPassphrase:         rpc.Handle(d.gate.passphrase, rpc.SecretParams(passphraseParams)),
+		contracts.MethodMCPWatch:           rpc.Handle(d.watch),
+		contracts.MethodMCPLogging:         rpc.Handle(d.logging),
+		contracts.MethodMCPAuth:            rpc.Handle(d.auth, rpc.SecretParams(authParams)),
+		contracts.MethodMCPAuthCancel:      rpc.Handle(d.authCancel),
+		contracts.MethodMCPLogout:          rpc.Handle(d.logout),
+		contracts.MethodMCPRequests:        rpc.Handle(d.requestsList),
+		contracts.MethodMCPRequestsRead:    rpc.Handle(d.requestsRead),
+		contracts.MethodMCPRequestsRespond: rpc.Handle(d.requestsRespond),
+		contracts.MethodMCPRequestsPropose: rpc.Handle(d.requestsPropose),
+		contracts.MethodMCPSearch:          rpc.Handle(d.search),
+		contracts.MethodMCPPause:           rpc.Handle(d.pause),
+		contracts.MethodMCPResume:          rpc.Handle(d.resume),
+		contracts.MethodMCPArtifact:        rpc.Handle(d.artifact),
+		contracts.MethodMCPImport:          rpc.Handle(d.importArtifact),
+		contracts.MethodMCPTasks:           rpc.Handle(d.tasks),
 	}
 	for _, m := range contracts.Methods {
-		h, ok := served[m]
-		if !ok {
-			h = notImplemented(m)
+		if row, ok := served[m]; ok {
+			srv.Handle(m, row)
+		} else {
+			srv.Register(m, notImplemented(m))
 		}
-		srv.Register(m, withRequestTime(h))
 	}
 }
 
-// withRequestTime tells the supervisor when each request arrived: a
+// requestContext tells the supervisor when each request arrived: a
 // disconnect ends the requests made before it that have not reached the
 // server yet, however long they waited for a slot.
-func withRequestTime(h rpc.HandlerFunc) rpc.HandlerFunc {
-	return func(ctx context.Context, req *rpc.Request) (any, error) {
-		return h(mcpclient.WithRequestTime(ctx, req.Received), req)
-	}
+func requestContext(ctx context.Context, req *rpc.Request) context.Context {
+	return mcpclient.WithRequestTime(ctx, req.Received)
 }
 
 func notImplemented(method string) rpc.HandlerFunc {
@@ -85,11 +94,7 @@ func notImplemented(method string) rpc.HandlerFunc {
 	}
 }
 
-func (d *daemon) hello(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.HelloParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) hello(_ context.Context, req *rpc.Request, p *contracts.HelloParams) (any, error) {
 	if p.APIVersion != "" && p.APIVersion != contracts.APIVersion {
 		d.log.Warn().Str("client_api", p.APIVersion).Str("client_version", p.ClientVersion).Msg("client speaks another api version")
 	}
@@ -119,11 +124,7 @@ func checkExtension(ext string) error {
 	return nil
 }
 
-func (d *daemon) getSettings(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.SettingsParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) getSettings(_ context.Context, req *rpc.Request, p *contracts.SettingsParams) (any, error) {
 	if err := checkExtension(p.Extension); err != nil {
 		return nil, err
 	}
@@ -140,11 +141,7 @@ func (d *daemon) getSettings(_ context.Context, req *rpc.Request) (any, error) {
 	return res, nil
 }
 
-func (d *daemon) configure(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ConfigureParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) configure(_ context.Context, req *rpc.Request, p *contracts.ConfigureParams) (any, error) {
 	if err := checkExtension(p.Extension); err != nil {
 		return nil, err
 	}
@@ -262,11 +259,7 @@ func diffSettings(prev, next *contracts.MCPSettings) contracts.ConfigureResult {
 	return res
 }
 
-func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.StatusParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) status(_ context.Context, req *rpc.Request, p *contracts.StatusParams) (any, error) {
 	servers, err := d.sup.Status(p.Server)
 	if err != nil {
 		return nil, err
@@ -285,22 +278,8 @@ func (d *daemon) status(_ context.Context, req *rpc.Request) (any, error) {
 		Storage: d.storageStatus()}, nil
 }
 
-func decodeServer(req *rpc.Request) (string, error) {
-	var p contracts.ServerParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return "", err
-	}
-	if p.Server == "" {
-		return "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
-	}
-	return p.Server, nil
-}
-
-func (d *daemon) connect(ctx context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeServer(req)
-	if err != nil {
-		return nil, err
-	}
+func (d *daemon) connect(ctx context.Context, _ *rpc.Request, p *contracts.ServerParams) (any, error) {
+	id := p.Server
 	st, err := d.sup.Connect(ctx, id)
 	if err != nil {
 		return nil, err
@@ -308,11 +287,8 @@ func (d *daemon) connect(ctx context.Context, req *rpc.Request) (any, error) {
 	return contracts.ConnectResult{Server: st}, nil
 }
 
-func (d *daemon) disconnect(ctx context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeServer(req)
-	if err != nil {
-		return nil, err
-	}
+func (d *daemon) disconnect(ctx context.Context, _ *rpc.Request, p *contracts.ServerParams) (any, error) {
+	id := p.Server
 	was, err := d.sup.Disconnect(ctx, id)
 	if err != nil {
 		return nil, err
@@ -320,22 +296,12 @@ func (d *daemon) disconnect(ctx context.Context, req *rpc.Request) (any, error) 
 	return contracts.DisconnectResult{Server: id, WasConnected: was}, nil
 }
 
-func (d *daemon) ping(ctx context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeServer(req)
-	if err != nil {
-		return nil, err
-	}
+func (d *daemon) ping(ctx context.Context, _ *rpc.Request, p *contracts.ServerParams) (any, error) {
+	id := p.Server
 	return d.sup.Ping(ctx, id)
 }
 
-func (d *daemon) catalog(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.CatalogParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
-	}
+func (d *daemon) catalog(ctx context.Context, req *rpc.Request, p *contracts.CatalogParams) (any, error) {
 	// Served from the encoding kept until the catalog changes.
 	enc, err := d.sup.CatalogJSON(ctx, p.Server)
 	if err != nil {

@@ -123,33 +123,18 @@ func (c *creds) loadOAuth(servers []contracts.ServerSettings) error {
 }
 
 // auth serves extensions.mcp.auth.
-func (d *daemon) auth(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.AuthParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		// The params may hold a redirect URL with a code: never echo them.
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
-			`invalid params: send {"server":ID,"op":"start"|"discover"|"wait"|"complete","flowId"?,"redirectUrl"?}`)
-	}
-	if p.Server == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
-	}
-	return d.sup.Auth(ctx, p)
+func (d *daemon) auth(ctx context.Context, req *rpc.Request, p *contracts.AuthParams) (any, error) {
+	return d.sup.Auth(ctx, *p)
 }
 
 // authCancel serves extensions.mcp.auth.cancel.
-func (d *daemon) authCancel(_ context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeServer(req)
-	if err != nil {
-		return nil, err
-	}
+func (d *daemon) authCancel(_ context.Context, _ *rpc.Request, p *contracts.ServerParams) (any, error) {
+	id := p.Server
 	return d.sup.AuthCancel(id)
 }
 
 // logout serves extensions.mcp.logout.
-func (d *daemon) logout(ctx context.Context, req *rpc.Request) (any, error) {
-	id, err := decodeServer(req)
-	if err != nil {
-		return nil, err
-	}
+func (d *daemon) logout(ctx context.Context, _ *rpc.Request, p *contracts.ServerParams) (any, error) {
+	id := p.Server
 	return d.sup.Logout(ctx, id)
 }

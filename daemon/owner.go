@@ -132,26 +132,17 @@ func (g *ownerGate) save(st gateState) error {
 // Status reports the gate for extensions.mcp.status.
 func (g *ownerGate) Status() contracts.ApprovalsStatus { return g.state().status(g.now()) }
 
-// gateParams are the members of a terminal-only call the gate reads,
-// decoded as the handlers decode them (encoding/json), so both see the
-// same values.
-type gateParams struct {
-	Passphrase *string `json:"passphrase"`
-	Op         *string `json:"op"`
-}
-
 // Check is the rpc.Options.OwnerCheck: it runs before the handler of
 // every terminal-only call that is not exempt, after the peer passed the
-// terminal checks. The passphrase is never logged or put in an error, and
+// terminal checks. It reads the passphrase from the params as the
+// method's row decoded them (contracts.OwnerParams), the very value the
+// handler gets. The passphrase is never logged or put in an error, and
 // it is never a redaction value: it never goes to a server, and removing
 // it from answers would tell a caller when one of its strings equals it.
 func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
-	var p gateParams
-	if len(req.Params) > 0 {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
-				`invalid params: %q must be a string and the params one JSON object`, contracts.ParamPassphrase)
-		}
+	var pass string
+	if p, ok := req.Decoded().(contracts.OwnerParams); ok {
+		pass = p.OwnerPassphrase()
 	}
 	g.busy.Lock()
 	defer g.busy.Unlock()
@@ -165,8 +156,8 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 	if !st.PassphraseSet {
 		return nil
 	}
-	if p.Passphrase == nil || *p.Passphrase == "" {
-		if req.Method == contracts.MethodPassphrase && p.Op != nil && *p.Op == contracts.PassphraseOpSet {
+	if pass == "" {
+		if p, ok := req.Decoded().(*contracts.PassphraseParams); ok && p.Op == contracts.PassphraseOpSet {
 			// The hash was lost from the vault (see passphrase_missing):
 			// setting a new one is how the owner recovers.
 			has, err := g.v.HasApprovalPassphrase()
@@ -183,7 +174,7 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 				"%s needs the owner approval passphrase", req.Method),
 			`pikoctl asks for it at the terminal; over the API, put it in the "passphrase" member of the params`)
 	}
-	ok, err := g.v.CheckApprovalPassphrase(vault.NewSecret(*p.Passphrase))
+	ok, err := g.v.CheckApprovalPassphrase(vault.NewSecret(pass))
 	switch {
 	case errors.Is(err, contracts.ErrNotFound):
 		log.Error().Msg("terminal-only call refused: an approval passphrase is set but its hash is missing from the vault")
@@ -235,13 +226,7 @@ func lockedError(st gateState) error {
 
 // passphrase serves extensions.approvals.passphrase (terminal-only: the
 // gate has checked the terminal, the lock and the current passphrase).
-func (g *ownerGate) passphrase(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.PassphraseParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		// Never echo the params: they hold passphrases.
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
-			`invalid params: send {"op":"set"|"change"|"clear","passphrase"?,"newPassphrase"?} with string values`)
-	}
+func (g *ownerGate) passphrase(ctx context.Context, req *rpc.Request, p *contracts.PassphraseParams) (any, error) {
 	newPass := vault.NewSecret(p.NewPassphrase)
 	switch p.Op {
 	case contracts.PassphraseOpSet, contracts.PassphraseOpChange:

@@ -109,14 +109,30 @@ func (f *gateFixture) call(method string, params any) (any, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req := &rpc.Request{Method: method, Params: b, Peer: rpc.Peer{PID: 4242}}
+	row := rpc.Handle(func(context.Context, *rpc.Request, *gateTestParams) (any, error) { return "admitted", nil })
+	if method == contracts.MethodPassphrase {
+		row = rpc.Handle(f.g.passphrase)
+	}
+	if err := row.Decode(req); err != nil {
+		f.t.Fatal(err)
+	}
 	if err := f.g.Check(ctx, req); err != nil {
 		return nil, err
 	}
-	if method == contracts.MethodPassphrase {
-		return f.g.passphrase(ctx, req)
-	}
-	return "admitted", nil
+	return row.Serve(ctx, req)
 }
+
+// gateTestParams are the members of a terminal-only call the gate reads,
+// whatever the method.
+type gateTestParams struct {
+	ActionID   string `json:"actionId"`
+	Digest     string `json:"digest"`
+	Decision   string `json:"decision"`
+	Op         string `json:"op"`
+	Passphrase string `json:"passphrase"`
+}
+
+func (p gateTestParams) OwnerPassphrase() string { return p.Passphrase }
 
 func reasonOf(err error) string { return contracts.ToError(err).Reason() }
 
@@ -246,6 +262,10 @@ func TestOwnerGateNeverRedactsThePassphrase(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req := &rpc.Request{Method: contracts.MethodMCPActionsApprove, Params: json.RawMessage(`{"passphrase":"` + pass + `"}`)}
+	row := rpc.Handle(func(context.Context, *rpc.Request, *contracts.ApproveParams) (any, error) { return nil, nil })
+	if err := row.Decode(req); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.g.Check(ctx, req); err != nil {
 		t.Fatal(err)
 	}

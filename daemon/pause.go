@@ -88,11 +88,7 @@ func heldReason(server string, p contracts.PauseInfo) string {
 
 // pause serves extensions.mcp.pause: any client may hand a server over to
 // the owner; nothing it does runs a call.
-func (d *daemon) pause(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.PauseParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) pause(_ context.Context, req *rpc.Request, p *contracts.PauseParams) (any, error) {
 	if _, ok := d.serverSettings(p.Server); !ok {
 		return nil, unknownServer(p.Server)
 	}
@@ -112,11 +108,7 @@ func (d *daemon) pause(_ context.Context, req *rpc.Request) (any, error) {
 
 // resume serves extensions.mcp.resume (terminal-only: the socket server
 // ran the owner checks before this handler).
-func (d *daemon) resume(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ResumeParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) resume(_ context.Context, req *rpc.Request, p *contracts.ResumeParams) (any, error) {
 	if _, ok := d.pauseOf(p.Server); !ok {
 		if _, known := d.serverSettings(p.Server); !known {
 			return nil, unknownServer(p.Server)

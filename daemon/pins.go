@@ -197,14 +197,7 @@ func (d *daemon) savePins(prev, next *contracts.MCPSettings, live map[string][]c
 // trust serves extensions.mcp.trust: show (diff) or accept (accept,
 // terminal-only by the method table) the changed definitions of granted
 // tools.
-func (d *daemon) trust(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.TrustParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
-	}
+func (d *daemon) trust(ctx context.Context, req *rpc.Request, p *contracts.TrustParams) (any, error) {
 	cfg, ok := d.serverSettings(p.Server)
 	if !ok {
 		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
@@ -227,7 +220,7 @@ func (d *daemon) trust(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		return contracts.TrustResult{Server: p.Server, Op: p.Op, Tools: changes}, nil
 	case contracts.TrustAccept:
-		return d.trustAccept(ctx, req, p)
+		return d.trustAccept(ctx, req, *p)
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "diff" or "accept"`)
 }

@@ -15,11 +15,7 @@ import (
 // receipts serves extensions.mcp.receipts: a list, one receipt, or a
 // verification of the whole chain. Queued read receipts are stored first,
 // so every call that has answered is in what it reads.
-func (d *daemon) receipts(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ReceiptsParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) receipts(_ context.Context, req *rpc.Request, p *contracts.ReceiptsParams) (any, error) {
 	filtered := p.Server != "" || p.Since != "" || p.Limit != 0
 	switch {
 	case p.Prune && (filtered || p.ID != "" || p.Verify):

@@ -246,11 +246,7 @@ func unknownRequest(id string) error {
 }
 
 // requestsList serves extensions.mcp.requests.
-func (d *daemon) requestsList(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.RequestsParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) requestsList(_ context.Context, req *rpc.Request, p *contracts.RequestsParams) (any, error) {
 	q := &d.requests
 	q.mu.Lock()
 	all := make([]contracts.ServerRequestInfo, 0, len(q.pending)+len(q.decided))
@@ -273,20 +269,9 @@ func (d *daemon) requestsList(_ context.Context, req *rpc.Request) (any, error) 
 	return out, nil
 }
 
-// checkRequestID refuses an empty request id.
-func checkRequestID(id string) error {
-	if id == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "missing_request", `missing "requestId"`)
-	}
-	return nil
-}
-
-// find is lookup for a handler: a request named by id, or the error that
-// says the id is missing or names no request.
+// find is lookup for a handler: a request named by id (its row checked
+// that one is named), or the error that says it names no request.
 func (q *requestQueue) find(id string) (*pendingRequest, contracts.ServerRequestInfo, error) {
-	if err := checkRequestID(id); err != nil {
-		return nil, contracts.ServerRequestInfo{}, err
-	}
 	r, info, ok := q.lookup(id)
 	if !ok {
 		return nil, info, unknownRequest(id)
@@ -296,11 +281,7 @@ func (q *requestQueue) find(id string) (*pendingRequest, contracts.ServerRequest
 
 // requestsRead serves extensions.mcp.requests.read: one request exactly
 // (its params as the server sent them, redacted).
-func (d *daemon) requestsRead(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.RequestReadParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) requestsRead(_ context.Context, req *rpc.Request, p *contracts.RequestReadParams) (any, error) {
 	r, info, err := d.requests.find(p.RequestID)
 	if err != nil {
 		return nil, err
@@ -312,14 +293,7 @@ func (d *daemon) requestsRead(_ context.Context, req *rpc.Request) (any, error) 
 // requestsPropose serves extensions.mcp.requests.propose: a local tool
 // attaches a proposed answer to a pending sampling request. Nothing is
 // sent: the owner decides at the terminal.
-func (d *daemon) requestsPropose(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ProposeParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if err := checkRequestID(p.RequestID); err != nil {
-		return nil, err
-	}
+func (d *daemon) requestsPropose(_ context.Context, req *rpc.Request, p *contracts.ProposeParams) (any, error) {
 	if p.Text == "" || utf8.RuneCountInString(p.Text) > maxAnswerText || !utf8.ValidString(p.Text) {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_proposal", `"text" must be 1 to %d characters of UTF-8`, maxAnswerText)
 	}
@@ -357,11 +331,7 @@ func notPending(info contracts.ServerRequestInfo) error {
 // terminal-only: rpc.Server checked the caller (and the passphrase)
 // before this runs. The answer is checked against the request before
 // anything is sent; a request decided before cannot be answered again.
-func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.RespondParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request, p *contracts.RespondParams) (any, error) {
 	r, info, err := d.requests.find(p.RequestID)
 	if err != nil {
 		return nil, err
@@ -387,11 +357,11 @@ func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request) (any, erro
 		}
 	case contracts.RespondAccept:
 		state = contracts.RequestAnswered
-		if err := d.refusePassphrase(info, p); err != nil {
+		if err := d.refusePassphrase(info, *p); err != nil {
 			return nil, err
 		}
 		var err error
-		if dec.result, err = d.acceptAnswer(r, info, p); err != nil {
+		if dec.result, err = d.acceptAnswer(r, info, *p); err != nil {
 			return nil, err
 		}
 	default:

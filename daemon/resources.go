@@ -14,19 +14,8 @@ import (
 // receipt's argumentsDigest covers the whole URI.
 const maxReceiptURIChars = 2000
 
-func missingServer() error {
-	return contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
-}
-
 // resource serves extensions.mcp.resource.
-func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.ResourceParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, missingServer()
-	}
+func (d *daemon) resource(ctx context.Context, req *rpc.Request, p *contracts.ResourceParams) (any, error) {
 	if p.Op == "" {
 		p.Op = contracts.ResourceOpList
 	}
@@ -50,7 +39,7 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request) (any, error) {
 		if err := d.checkRotated(p.Server); err != nil {
 			return nil, err
 		}
-		return d.readResource(ctx, req, p, req.Caller())
+		return d.readResource(ctx, req, *p, req.Caller())
 	case contracts.ResourceOpSubscribe:
 		return d.sup.Subscribe(ctx, p.Server, p.URI)
 	case contracts.ResourceOpUnsubscribe:
@@ -94,14 +83,7 @@ func (d *daemon) readResource(ctx context.Context, req *rpc.Request, p contracts
 }
 
 // prompt serves extensions.mcp.prompt.
-func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.PromptParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, missingServer()
-	}
+func (d *daemon) prompt(ctx context.Context, req *rpc.Request, p *contracts.PromptParams) (any, error) {
 	if p.Op == "" {
 		p.Op = contracts.PromptOpList
 	}
@@ -120,7 +102,7 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request) (any, error) {
 		if err := d.checkRotated(p.Server); err != nil {
 			return nil, err
 		}
-		return d.getPrompt(ctx, req, p, req.Caller())
+		return d.getPrompt(ctx, req, *p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))
 }
@@ -158,14 +140,7 @@ func (d *daemon) getPrompt(ctx context.Context, req *rpc.Request, p contracts.Pr
 }
 
 // complete serves extensions.mcp.complete.
-func (d *daemon) complete(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.CompleteParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, missingServer()
-	}
+func (d *daemon) complete(ctx context.Context, req *rpc.Request, p *contracts.CompleteParams) (any, error) {
 	out, err := d.sup.Complete(ctx, mcpclient.CompleteRequest{Server: p.Server, Prompt: p.Prompt, Template: p.Template,
 		Argument: p.Argument, Value: p.Value, Context: p.Arguments})
 	if err != nil {

@@ -15,11 +15,7 @@ import (
 
 // search serves extensions.mcp.search: BM25 over the live catalogs of the
 // connected servers. It never connects a server.
-func (d *daemon) search(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.SearchParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) search(ctx context.Context, req *rpc.Request, p *contracts.SearchParams) (any, error) {
 	if strings.TrimSpace(p.Query) == "" {
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_query", `missing "query": give the words to search for`)
 	}

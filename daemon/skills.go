@@ -39,14 +39,7 @@ func (s skillPinStore) PinSkill(server string, p mcpclient.SkillPin) error {
 }
 
 // skills serves extensions.mcp.skills.
-func (d *daemon) skills(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.SkillsParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, missingServer()
-	}
+func (d *daemon) skills(ctx context.Context, req *rpc.Request, p *contracts.SkillsParams) (any, error) {
 	if p.Op == "" {
 		p.Op = contracts.SkillOpList
 	}
@@ -83,7 +76,7 @@ func (d *daemon) skills(ctx context.Context, req *rpc.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.skillEvidence(req, p, out)
+		return d.skillEvidence(req, *p, out)
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list", "get", "load" or "read", not %q`, clipText(p.Op, 40))
 }

@@ -23,41 +23,13 @@ import (
 // sends.
 const methodTasksCancel = "tasks/cancel"
 
-// taskCall says whether a call of tool is a task creation: always for a
-// tool whose taskSupport is required, on request (want) for optional, and
-// never otherwise (want is then refused).
-func taskCall(server string, tool contracts.CatalogTool, want bool) (bool, error) {
-	switch tool.TaskSupport {
-	case "required":
-		return true, nil
-	case "optional":
-		return want, nil
-	}
-	if want {
-		return false, contracts.Errorf(contracts.ErrInvalidArgument, "task_forbidden",
-			"tool %q of server %q cannot be called as a task (its execution.taskSupport is not optional or required); nothing was sent",
-			tool.OriginalName, server)
-	}
-	return false, nil
-}
-
 // prepareTask prepares the action that creates a task: a task-augmented
-// tools/call of tool with args (validated already).
-func (d *daemon) prepareTask(ctx context.Context, server string, tool contracts.CatalogTool, args []byte, caller contracts.Caller) (any, error) {
-	if tool.Grant == contracts.GrantNotSelected {
-		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
-				"tool %q of server %q is not selected for execution", tool.OriginalName, server),
-			`add it to the server's "tools" in the settings to allow calls`)
-	}
-	if err := d.sup.CheckTaskCall(ctx, server, tool); err != nil {
-		return nil, err
-	}
-	fp, err := d.fingerprints(server, tool)
-	if err != nil {
-		return nil, err
-	}
-	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCreate, server, tool.OriginalName, args, d.red.Text(tool.Description), fp, caller)
+// tools/call, as the supervisor prepared it (its arguments validated, the
+// tool selected, a task possible there).
+func (d *daemon) prepareTask(pc *mcpclient.PreparedCall, caller contracts.Caller) (any, error) {
+	server, tool := pc.Server(), pc.Tool()
+	a, err := d.ledger.PrepareKind(contracts.ReceiptTaskCreate, server, tool.OriginalName, pc.Arguments(), d.red.Text(tool.Description),
+		d.fingerprints(pc), caller)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +90,12 @@ func (d *daemon) createTask(ctx context.Context, req *rpc.Request, a approvals.A
 		pp.RequestID = req.ID
 		_ = req.Notify(contracts.NotifyMCPProgress, pp)
 	}
-	out, err := d.sup.Call(ctx, mcpclient.CallRequest{Server: a.Server, Tool: a.Tool, Arguments: a.Arguments, Task: true,
-		Progress: progress, ValidatedDigest: a.Fingerprints.Tool, Bound: bound})
+	var out *mcpclient.CallOutcome
+	pc, err := d.sup.Prepare(ctx, mcpclient.CallSpec{Server: a.Server, Tool: a.Tool, Arguments: a.Arguments, Canonical: true, Task: true,
+		Bound: bound})
+	if err == nil {
+		out, err = pc.Send(ctx, mcpclient.SendOptions{Progress: progress})
+	}
 	if err != nil && contracts.ToError(err).Reason() == "definition_changed" {
 		return d.staleAtDispatch(execution{server: a.Server, tool: a.Tool, actionID: a.ID}, err)
 	}
@@ -202,14 +178,7 @@ func (d *daemon) taskInfo(server string, t mcpclient.TaskState, via string) (con
 }
 
 // tasks serves extensions.mcp.tasks.
-func (d *daemon) tasks(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.TasksParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, missingServer()
-	}
+func (d *daemon) tasks(ctx context.Context, req *rpc.Request, p *contracts.TasksParams) (any, error) {
 	if p.Op == "" {
 		p.Op = contracts.TaskOpList
 	}
@@ -234,9 +203,9 @@ func (d *daemon) tasks(ctx context.Context, req *rpc.Request) (any, error) {
 		info, _, _ := d.taskInfo(p.Server, *ans.Task, "tasks/get")
 		return contracts.TaskGetResult{Server: p.Server, Op: p.Op, Task: info}, nil
 	case contracts.TaskOpResult:
-		return d.taskResult(ctx, p, req.Caller())
+		return d.taskResult(ctx, *p, req.Caller())
 	case contracts.TaskOpCancel:
-		return d.prepareCancel(ctx, p, req.Caller())
+		return d.prepareCancel(ctx, *p, req.Caller())
 	}
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op",
 		`"op" must be "list", "get", "result" or "cancel", not %q`, clipText(p.Op, 40))

@@ -295,13 +295,7 @@ func (d *daemon) vaultStatus() contracts.VaultStatus { return d.vpin.status(d.cr
 
 // vaultMigrate serves vault.migrate. cfgMu is held throughout: the names
 // moved are those of the settings, which no configure may change meanwhile.
-func (d *daemon) vaultMigrate(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.VaultMigrateParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		// Never echo the params: they may hold passphrases.
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
-			`invalid params: send {"to":"secret-service"|"keychain"|"file"|"file-unlock"}`)
-	}
+func (d *daemon) vaultMigrate(_ context.Context, req *rpc.Request, p *contracts.VaultMigrateParams) (any, error) {
 	v := d.creds.v
 	if err := vault.CheckMigration(v.Backend(), p.To); err != nil {
 		return nil, err

@@ -22,11 +22,7 @@ const (
 // returns at once (a control-lane handler must not hold its slot); the
 // events follow as notifications until {"stop": true} or the connection
 // ends.
-func (d *daemon) watch(_ context.Context, req *rpc.Request) (any, error) {
-	var p contracts.WatchParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (d *daemon) watch(_ context.Context, req *rpc.Request, p *contracts.WatchParams) (any, error) {
 	conn := req.Conn()
 	if p.Stop {
 		if len(p.Kinds)+len(p.Servers) > 0 || p.Queue != 0 {
@@ -70,14 +66,7 @@ func (d *daemon) watch(_ context.Context, req *rpc.Request) (any, error) {
 }
 
 // logging serves extensions.mcp.logging.
-func (d *daemon) logging(ctx context.Context, req *rpc.Request) (any, error) {
-	var p contracts.LoggingParams
-	if err := rpc.DecodeParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	if p.Server == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
-	}
+func (d *daemon) logging(ctx context.Context, req *rpc.Request, p *contracts.LoggingParams) (any, error) {
 	switch p.Op {
 	case contracts.LoggingSetLevel:
 		if p.Level == "" {

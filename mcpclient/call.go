@@ -63,21 +63,12 @@ type CallRequest struct {
 	// request is about to be written, nothing is sent and Call fails with
 	// reason definition_changed. Call never connects for a bound call.
 	Bound *Binding
-	// ValidatedDigest, when it equals the tool's current definition
-	// digest, says the caller already canonicalised Arguments and
-	// validated them against that very definition's input schema, so Call
-	// does not repeat the work. Any other value (or "") makes Call check.
-	ValidatedDigest string
 	// Redact, when set, redacts the server's error message for the answer
 	// to this call instead of Options.Redact: the daemon's view of the
 	// request, which leaves what the caller itself sent as sent, so that
 	// an error echoing the caller's arguments is no test of a guess
 	// against a stored secret.
 	Redact func(string) string
-	// Quiet logs a call that ends with a result at debug instead of info
-	// (read-only calls, which the daemon logs at debug too); failures are
-	// logged at info either way.
-	Quiet bool
 	// Task makes the call task-augmented (the legacy tasks utility): the
 	// params carry "task": {} and the answer must be a CreateTaskResult
 	// (CallOutcome.Task). The tool's taskSupport must be optional or
@@ -104,212 +95,27 @@ type CallOutcome struct {
 	// Task is the created task (a task-augmented call), as the server
 	// described it in its CreateTaskResult.
 	Task *TaskState
+	// Elapsed is how long the call took from the first write to the
+	// answer; InputRounds how many input_required rounds it answered.
+	Elapsed     time.Duration
+	InputRounds int
 }
 
-// Call validates and sends one tools/call and waits for its result.
-//
-// It first waits for a slot of the server and one of the supervisor
-// (Options.MaxPerServer, MaxInFlight); a disconnect of the server ends the
-// wait with nothing sent, and so it does a call made before the last
-// disconnect (WithRequestTime).
-//
-// The tool is looked up in the connection's current catalog (connecting
-// first) and must be selected by the settings; the arguments must be
-// canonical and match the tool's inputSchema. Nothing is sent unless all of
-// that holds. The params embed the arguments bytes verbatim.
-//
-// On a 2026-07-28 Streamable HTTP connection the request also carries the
-// Mcp-Param-* headers the tool's x-mcp-header annotations declare; an
-// argument no such header can carry is refused with nothing sent. A result
-// whose resultType is input_required is answered: its input requests wait
-// for the owner (Options.ServerRequest; the call's timeout is paused
-// meanwhile), then the same call goes again with inputResponses and the
-// requestState, as often as the server asks (at most 10 rounds); an input
-// refused or left unanswered until it expired ends the call with
-// ErrFailedPrecondition, reason input_not_given. Any resultType pikod does
-// not know is an invalid result (ErrOutcomeUnknown, reason invalid_result).
-//
-// The call may take timeoutMs; every progress notification extends that to
-// timeoutMs from its arrival, never past HardMax from the start. A call
-// that times out, whose ctx ends, or whose connection fails after it was
-// sent returns an error wrapping contracts.ErrOutcomeUnknown (the server is
-// told with notifications/cancelled where the transport carries it). The
-// server's own error answer wraps contracts.ErrUpstream. A failure that
-// provably happened before any byte of the request left pikod (every
-// failure before the request reaches the transport; a refused or failed
-// connection, a closed stdin pipe, a cancellation before the write) is
-// marked with contracts.MarkNotSent instead; if the transport could not
-// take the request, the server is failed with the reason. Nothing is ever
-// retried.
+// Call prepares and sends one tools/call (Prepare, then Send) and waits
+// for its result. Its Arguments must be canonical already (the bytes sent
+// are the bytes hashed); a tool whose taskSupport is required is refused
+// without Task. Tests and callers with nothing to decide between the two
+// steps use it; the daemon prepares, decides and then sends.
 func (s *Supervisor) Call(ctx context.Context, req CallRequest) (*CallOutcome, error) {
-	var (
-		sess *session
-		c    *conn
-		tool contracts.CatalogTool
-		err  error
-	)
-	// A slot of the server first: a busy or hung server makes its own
-	// calls wait, nobody else's.
-	if sess, err = s.session(req.Server); err != nil {
-		return nil, s.beforeSending(req, err)
-	}
-	release, err := s.admit(ctx, sess)
+	p, err := s.Prepare(ctx, CallSpec{Server: req.Server, Tool: req.Tool, Arguments: req.Arguments, Canonical: true,
+		Task: req.Task, Bound: req.Bound})
 	if err != nil {
-		return nil, s.beforeSending(req, err)
+		return nil, err
 	}
-	defer release()
-	if req.Bound != nil {
-		sess, c, tool, err = s.boundTool(ctx, req.Server, req.Tool, *req.Bound)
-	} else {
-		sess, c, tool, err = s.lookupTool(ctx, req.Server, req.Tool)
+	if p.task && !req.Task {
+		return nil, s.beforeSending(p.server, p.tool.OriginalName, s.checkTaskCall(p.sess, p.c, p.tool, false))
 	}
-	if err != nil {
-		return nil, s.beforeSending(req, err)
-	}
-	if !tool.Selected {
-		return nil, s.beforeSending(req, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
-			"tool %q of server %q is not selected by the settings", s.clip(req.Tool, 200), req.Server),
-			`add it to the server's "tools" list and configure again`))
-	}
-	if err := s.checkTaskCall(sess, c, tool, req.Task); err != nil {
-		return nil, s.beforeSending(req, err)
-	}
-	args := req.Arguments
-	if len(args) == 0 {
-		args = []byte("{}")
-	}
-	if req.ValidatedDigest == "" || req.ValidatedDigest != tool.Digest {
-		canon, err := s.CanonicalArguments(args)
-		if err != nil {
-			return nil, s.beforeSending(req, err)
-		}
-		if !bytes.Equal(canon, args) {
-			// The bytes sent must be the bytes that were hashed: a caller that
-			// skipped CanonicalArguments is a bug, not something to repair here.
-			return nil, s.beforeSending(req, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
-				"the arguments of tool %q are not in canonical form", s.clip(req.Tool, 200)))
-		}
-		if err := s.schemas.Validate(tool.InputSchema, args); err != nil {
-			return nil, s.beforeSending(req, err)
-		}
-	}
-
-	timeout := time.Duration(sess.settings().Timeout()) * time.Millisecond
-	hardMax := req.HardMax
-	if hardMax <= 0 {
-		hardMax = 10 * timeout
-	}
-	hardMax = min(hardMax, maxHardTimeout)
-
-	token := "pikod-progress-" + strconv.FormatUint(progressTokens.Add(1), 10)
-	params := toolCallParams(tool.OriginalName, args, token, req.Task)
-	var opts reqOpts
-	if mcp.IsModernProtocol(c.protocol) && sess.cfg.Transport == contracts.TransportHTTP {
-		// Mcp-Param-* headers, as the tool's x-mcp-header annotations say.
-		if opts.header, err = paramHeaders(tool.InputSchema, params); err != nil {
-			return nil, s.beforeSending(req, fmt.Errorf("tools/call %s on %q: %w", s.clip(tool.OriginalName, 200), req.Server, err))
-		}
-	}
-	updates := c.progress.add(token)
-	defer c.progress.remove(token)
-	fwd := startForwarder(req, tool.OriginalName)
-	defer fwd.stop()
-
-	if req.Bound != nil && req.Bound.ToolDigest != "" {
-		// The last look before the request is written: a catalog swapped
-		// since the lookup above (list_changed) is seen here.
-		if testHookBeforeDefinitionCheck != nil {
-			testHookBeforeDefinitionCheck()
-		}
-		if err := c.checkDefinition(ctx, tool.OriginalName, req.Bound.ToolDigest); err != nil {
-			sess.log.Warn().Err(err).Str("tool", tool.OriginalName).Msg("approved call not sent")
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, s.beforeSending(req, err)
-	}
-	track := newCallTrack(tool.OriginalName)
-	c.calls.add(track)
-	defer c.calls.remove(track)
-	start := time.Now()
-	what := "tools/call " + s.clip(tool.OriginalName, 200)
-	log := sess.log.With().Str("tool", tool.OriginalName).Logger()
-	var (
-		ans    wireAnswer
-		out    *CallOutcome
-		rounds int
-	)
-	for {
-		var expired string
-		ans, expired = s.sendAndWait(ctx, sess, c, track, params, opts, updates, fwd, timeout, hardMax)
-		if ans.err != nil {
-			var err error
-			switch {
-			case expired != "" && notSentRequest(ans.err) && rounds == 0:
-				// The transport could not take the request in time (a
-				// connection that would not open): nothing left, and the
-				// connection is no good.
-				why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.settings().Timeout())
-				sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
-				err = contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
-					"%s on %q: %s; nothing was sent", what, sess.cfg.ID, why),
-					"'pikoctl mcp status "+sess.cfg.ID+"' shows why; the call had no effect and can be made again once the server is back"))
-			case expired != "":
-				err = contracts.WithHint(contracts.WithReason(fmt.Errorf("%s on %q %s; the outcome is unknown and pikod will not retry it: %w",
-					what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
-					"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
-			default:
-				err = s.requestErrorRedacted(sess, c, what, ans.err, req.Redact)
-			}
-			log.Info().Err(err).Dur("elapsed", time.Since(start)).Msg("tool call ended without a result")
-			return nil, err
-		}
-		var err error
-		if req.Task {
-			out, err = s.taskOutcome(ans.raw)
-		} else {
-			out, err = s.outcome(tool, ans.raw)
-		}
-		if err != nil {
-			err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
-			log.Info().Err(err).Msg("tool call answered with an unreadable result")
-			return nil, err
-		}
-		if !out.inputRequired {
-			break
-		}
-		// A 2026-07-28 server needs input before it finishes: its input
-		// requests are asked (the owner answers elicitations and
-		// samplings), then the same call goes again with the answers and
-		// the server's requestState, as the revision says. This is the
-		// protocol's continuation of the one call, not a retry.
-		rounds++
-		if rounds > maxInputRounds {
-			err := contracts.WithReason(fmt.Errorf("%s on %q: the server still asked for input after %d rounds; pikod gave up: %w",
-				what, sess.cfg.ID, maxInputRounds, contracts.ErrUpstream), "input_rounds_exceeded")
-			log.Info().Err(err).Msg("tool call ended without a result")
-			return nil, err
-		}
-		next, err := s.continueWithInput(ctx, c, track, fwd, params, ans.raw)
-		if err != nil {
-			err = fmt.Errorf("%s on %q: %w", what, sess.cfg.ID, err)
-			log.Info().Err(err).Msg("tool call ended without a result")
-			return nil, err
-		}
-		params = next
-	}
-	if sess.cfg.Transport != contracts.TransportStdio {
-		s.auth(sess.cfg.ID).callWentThrough()
-	}
-	// Read calls (Quiet) are logged at debug: this line is on every call's path.
-	ev := log.Info()
-	if req.Quiet {
-		ev = log.Debug()
-	}
-	ev.Bool("is_error", out.IsError).Int("input_rounds", rounds).Bool("output_schema_mismatch", out.OutputSchemaError != "").
-		Dur("elapsed", time.Since(start)).Int("result_bytes", len(ans.raw)).Msg("tool called")
-	return out, nil
+	return p.Send(ctx, SendOptions{Progress: req.Progress, HardMax: req.HardMax, Redact: req.Redact})
 }
 
 // maxInputRounds bounds how often one call answers input_required.
@@ -471,14 +277,14 @@ func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *call
 // handed to the transport: nothing was sent. A bare cancellation (the
 // caller went away while the server was connecting, say) gets a message
 // that says so.
-func (s *Supervisor) beforeSending(req CallRequest, err error) error {
+func (s *Supervisor) beforeSending(server, tool string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) && !errors.Is(err, contracts.ErrCanceled):
 		err = contracts.Errorf(contracts.ErrCanceled, "canceled",
-			"the call of %q on %q was canceled before it was sent; nothing was sent", s.clip(req.Tool, 200), req.Server)
+			"the call of %q on %q was canceled before it was sent; nothing was sent", s.clip(tool, 200), server)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, contracts.ErrDeadlineExceeded):
 		err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded",
-			"the call of %q on %q ran out of time before it was sent; nothing was sent", s.clip(req.Tool, 200), req.Server)
+			"the call of %q on %q ran out of time before it was sent; nothing was sent", s.clip(tool, 200), server)
 	}
 	return contracts.MarkNotSent(err)
 }
@@ -556,98 +362,42 @@ func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*
 }
 
 // Tool returns one tool of a server, by original name, from its current
-// catalog (connecting first, and waiting for a re-discovery in progress).
+// catalog (connecting first, and waiting for a re-discovery in progress),
+// found as Prepare finds it.
 func (s *Supervisor) Tool(ctx context.Context, server, tool string) (contracts.CatalogTool, error) {
-	_, _, t, err := s.lookupTool(ctx, server, tool)
-	return t, err
+	return s.liveTool(ctx, server, CallSpec{Server: server, Tool: tool})
 }
 
 // ToolByModelName finds a tool by its model-facing name
 // (mcp_<server>_<tool>, see ModelNames) and returns its server.
 func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, contracts.CatalogTool, error) {
-	// Server ids never contain '_', and ModelNames always keeps the whole
-	// "mcp_<server>_" prefix, so the id is the text up to the next '_'.
-	rest, ok := strings.CutPrefix(name, "mcp_")
-	id, _, found := strings.Cut(rest, "_")
-	if !ok || !found || id == "" {
+	id, ok := modelServer(name)
+	if !ok {
 		return "", contracts.CatalogTool{}, contracts.WithHint(
 			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", clip(name, 200)),
 			"list tools and their names with 'pikoctl mcp catalog SERVER'")
 	}
-	sess, err := s.session(id)
+	t, err := s.liveTool(ctx, id, CallSpec{Name: name})
 	if err != nil {
 		return "", contracts.CatalogTool{}, err
+	}
+	return id, t, nil
+}
+
+func (s *Supervisor) liveTool(ctx context.Context, server string, spec CallSpec) (contracts.CatalogTool, error) {
+	sess, err := s.session(server)
+	if err != nil {
+		return contracts.CatalogTool{}, err
 	}
 	c, err := sess.connect(ctx)
 	if err != nil {
-		return "", contracts.CatalogTool{}, err
+		return contracts.CatalogTool{}, err
 	}
 	cat, err := c.freshCatalog(ctx)
 	if err != nil {
-		return "", contracts.CatalogTool{}, err
+		return contracts.CatalogTool{}, err
 	}
-	if t, ok := cat.toolByModel(name); ok {
-		return id, t, nil
-	}
-	names := make([]string, len(cat.Tools))
-	for i, t := range cat.Tools {
-		names[i] = t.Name
-	}
-	return "", contracts.CatalogTool{}, s.unknownTool(id, name, names, cat)
-}
-
-// lookupTool connects the server and finds tool in its fresh catalog.
-// boundTool is lookupTool for a call pinned by an approval: it uses the
-// live connection only if it is the one the approval names.
-func (s *Supervisor) boundTool(ctx context.Context, server, tool string, b Binding) (*session, *conn, contracts.CatalogTool, error) {
-	sess, err := s.session(server)
-	if err != nil {
-		return nil, nil, contracts.CatalogTool{}, err
-	}
-	sess.mu.Lock()
-	c := sess.conn
-	sess.mu.Unlock()
-	if c == nil || c.gen != b.ConnectionGeneration || sess.settings().ApprovalDigest(tool) != b.SettingsDigest {
-		return nil, nil, contracts.CatalogTool{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
-				"server %q is no longer connected with the connection and settings the approval was given for; nothing was sent", server),
-			"make the call again and approve the new action")
-	}
-	cat, err := c.freshCatalog(ctx)
-	if err != nil {
-		return nil, nil, contracts.CatalogTool{}, err
-	}
-	if t, ok := cat.toolByOriginal(tool); ok {
-		if b.ToolDigest != "" && t.Digest != b.ToolDigest {
-			return nil, nil, contracts.CatalogTool{}, s.definitionChanged(server, tool)
-		}
-		return sess, c, t, nil
-	}
-	return nil, nil, contracts.CatalogTool{}, contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
-		"server %q no longer offers tool %q; nothing was sent", server, s.clip(tool, 200))
-}
-
-func (s *Supervisor) lookupTool(ctx context.Context, server, tool string) (*session, *conn, contracts.CatalogTool, error) {
-	sess, err := s.session(server)
-	if err != nil {
-		return nil, nil, contracts.CatalogTool{}, err
-	}
-	c, err := sess.connect(ctx)
-	if err != nil {
-		return nil, nil, contracts.CatalogTool{}, err
-	}
-	cat, err := c.freshCatalog(ctx)
-	if err != nil {
-		return nil, nil, contracts.CatalogTool{}, err
-	}
-	if t, ok := cat.toolByOriginal(tool); ok {
-		return sess, c, t, nil
-	}
-	names := make([]string, len(cat.Tools))
-	for i, t := range cat.Tools {
-		names[i] = t.OriginalName
-	}
-	return nil, nil, contracts.CatalogTool{}, s.unknownTool(server, tool, names, cat)
+	return s.findTool(server, spec, cat)
 }
 
 func (s *Supervisor) unknownTool(server, tool string, names []string, cat *Catalog) error {
@@ -792,8 +542,8 @@ type forwarder struct {
 	done         chan struct{}
 }
 
-func startForwarder(req CallRequest, tool string) *forwarder {
-	f := &forwarder{fn: req.Progress, server: req.Server, tool: tool}
+func startForwarder(fn func(contracts.ProgressParams), server, tool string) *forwarder {
+	f := &forwarder{fn: fn, server: server, tool: tool}
 	if f.fn == nil {
 		return f
 	}

@@ -114,13 +114,10 @@ func TestCallRefusedBeforeSending(t *testing.T) {
 		{"not selected", "add", mustCanon(t, `{"a":1,"b":2}`), contracts.ErrPermissionDenied, "tool_not_selected", ""},
 	}
 	for _, tt := range tests {
-		// A ValidatedDigest that is not the tool's current digest (stale,
-		// or made up) never skips the checks.
-		for _, vd := range []string{"", "0000stale"} {
-			_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: tt.tool, Arguments: tt.args, ValidatedDigest: vd})
-			if !errors.Is(err, tt.class) || reasonOf(err) != tt.reason || !strings.Contains(err.Error(), tt.inMsg) {
-				t.Errorf("%s (validated %q): Call = %v (reason %q), want %v with reason %q mentioning %q", tt.name, vd, err, reasonOf(err), tt.class, tt.reason, tt.inMsg)
-			}
+		// Every call is checked: nothing a caller says skips the checks.
+		_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: tt.tool, Arguments: tt.args})
+		if !errors.Is(err, tt.class) || reasonOf(err) != tt.reason || !strings.Contains(err.Error(), tt.inMsg) {
+			t.Errorf("%s: Call = %v (reason %q), want %v with reason %q mentioning %q", tt.name, err, reasonOf(err), tt.class, tt.reason, tt.inMsg)
 		}
 	}
 	if _, err := h.sup.Call(ctx, CallRequest{Server: "nope", Tool: "echo"}); !errors.Is(err, contracts.ErrNotFound) {
@@ -509,12 +506,12 @@ func TestForwarderCoalesces(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var seen []float64
-	f := startForwarder(CallRequest{Server: "s", Progress: func(p contracts.ProgressParams) {
+	f := startForwarder(func(p contracts.ProgressParams) {
 		<-release
 		mu.Lock()
 		seen = append(seen, p.Progress)
 		mu.Unlock()
-	}}, "t")
+	}, "s", "t")
 	// The callback is stuck on the first update; the rest coalesce into the
 	// latest, and offering never blocks.
 	for i := 1; i <= 100; i++ {

@@ -12,7 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pikod/pikod/contracts"
 )
@@ -76,10 +79,43 @@ type Catalog struct {
 	// offer indexes resources, templates and prompts (see offerIndex);
 	// built with the name indexes, read-only after, shared by copies.
 	offer *offerIndex
+	// inputs holds each tool's compiled input schema (*compiledInput) by
+	// definition digest, compiled at the first call that needs it: one
+	// compilation and one lookup per definition, never a hash of the
+	// schema per call. Made with the indexes; keyed by digest, so copies
+	// may share it.
+	inputs *sync.Map
+}
+
+// compiledInput is one tool definition's compiled input schema, or why it
+// does not compile.
+type compiledInput struct {
+	sch *jsonschema.Schema
+	err error
+}
+
+// validateInput checks a call's canonical arguments against tool's input
+// schema, compiled once per definition (through cache, which also bounds
+// and shares the compilations across servers).
+func (c *Catalog) validateInput(cache *SchemaCache, tool contracts.CatalogTool, args []byte) error {
+	if c.inputs == nil || tool.Digest == "" {
+		return cache.Validate(tool.InputSchema, args)
+	}
+	v, ok := c.inputs.Load(tool.Digest)
+	if !ok {
+		sch, err := cache.compiled(tool.InputSchema)
+		v, _ = c.inputs.LoadOrStore(tool.Digest, &compiledInput{sch: sch, err: err})
+	}
+	ci := v.(*compiledInput)
+	if ci.err != nil {
+		return ci.err
+	}
+	return cache.validateCompiled(ci.sch, args)
 }
 
 // buildIndex fills the name indexes; call it before publishing.
 func (c *Catalog) buildIndex() {
+	c.inputs = new(sync.Map)
 	c.byOriginal = make(map[string]int, len(c.Tools))
 	c.byModel = make(map[string]int, len(c.Tools))
 	for i, t := range c.Tools {

@@ -252,7 +252,7 @@ func TestCallBoundDefinition(t *testing.T) {
 
 	t.Run("another digest", func(t *testing.T) {
 		_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: mustCanon(t, `{"nonce":"other"}`),
-			Bound: bind(strings.Repeat("0", 64)), ValidatedDigest: count.Digest})
+			Bound: bind(strings.Repeat("0", 64))})
 		if reasonOf(err) != "definition_changed" || !errors.Is(err, contracts.ErrFailedPrecondition) || !strings.Contains(err.Error(), "nothing was sent") {
 			t.Fatalf("Call bound to another digest = %v, want definition_changed", err)
 		}
@@ -263,7 +263,7 @@ func TestCallBoundDefinition(t *testing.T) {
 
 	t.Run("same digest", func(t *testing.T) {
 		if _, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: mustCanon(t, `{"nonce":"same"}`),
-			Bound: bind(count.Digest), ValidatedDigest: count.Digest}); err != nil {
+			Bound: bind(count.Digest)}); err != nil {
 			t.Fatalf("Call bound to the live digest: %v", err)
 		}
 		if !strings.Contains(sent(), "same\n") {
@@ -280,7 +280,7 @@ func TestCallBoundDefinition(t *testing.T) {
 		}
 		t.Cleanup(func() { testHookBeforeDefinitionCheck = nil })
 		_, err := h.sup.Call(ctx, CallRequest{Server: "fx", Tool: "count", Arguments: mustCanon(t, `{"nonce":"late"}`),
-			Bound: bind(count.Digest), ValidatedDigest: count.Digest})
+			Bound: bind(count.Digest)})
 		if reasonOf(err) != "definition_changed" {
 			t.Fatalf("Call whose definition moved before sending = %v, want definition_changed", err)
 		}

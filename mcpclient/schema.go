@@ -101,6 +101,23 @@ func (c *SchemaCache) check(schema []byte, instance []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return c.checkCompiled(sch, instance)
+}
+
+// validateCompiled is Validate with the schema compiled already.
+func (c *SchemaCache) validateCompiled(sch *jsonschema.Schema, instance []byte) error {
+	problem, err := c.checkCompiled(sch, instance)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid",
+			"arguments do not match the tool's input schema: %s", problem)
+	}
+	return nil
+}
+
+func (c *SchemaCache) checkCompiled(sch *jsonschema.Schema, instance []byte) (string, error) {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(instance))
 	if err != nil {
 		return "", contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid_json",

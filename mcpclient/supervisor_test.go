@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 // fixtureBinary builds tests/fixtures/mcpfixture once per test binary.
-func fixtureBinary(t *testing.T) string {
+func fixtureBinary(t testing.TB) string {
 	t.Helper()
 	fixtureBuild.once.Do(func() {
 		goTool, err := exec.LookPath("go")

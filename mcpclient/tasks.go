@@ -289,18 +289,3 @@ func (s *Supervisor) taskStatusNote(server string, params mcp.NotificationParams
 	}
 	return TaskStatusNote{Server: server, Task: t}, true
 }
-
-// CheckTaskCall connects the server and checks that tool could be called
-// as a task there (see CallRequest.Task) without sending anything: what
-// prepares a task creation runs it.
-func (s *Supervisor) CheckTaskCall(ctx context.Context, server string, tool contracts.CatalogTool) error {
-	sess, err := s.session(server)
-	if err != nil {
-		return err
-	}
-	c, err := sess.connect(ctx)
-	if err != nil {
-		return err
-	}
-	return s.checkTaskCall(sess, c, tool, true)
-}

@@ -10,17 +10,40 @@
 // never wait behind work) with per-connection and server-wide slots,
 // $/cancelRequest, half-closed connections (requests already read are
 // answered; only a full close cancels), notifications back to the calling
-// connection, strict params decoding (DecodeParams), and the Go client
-// (Dial, Call) used by pikoctl, the TUI and the tests.
+// connection, the method table (Method rows built with Handle: each
+// method's params decoded once, strictly, into its typed params; their
+// common members checked once through contracts.ParamsChecker; the result
+// encoded once), and the Go client (Dial, Call) used by pikoctl, the TUI
+// and the tests.
 //
 // It is also the one place where terminal-only methods are enforced: for
 // every call of a contracts.TerminalOnly method that is not exempt (the
-// exemption member decoded as the handler decodes it), the server checks
+// exemption member read from the very params value the handler gets;
+// params that do not decode are never exempt), the server checks
 // the calling process (Peer.CheckTerminal: a controlling terminal, fd 0 is
 // that terminal, the terminal belongs to the daemon's uid, the process is
 // in its foreground group; /proc on Linux, kern.proc.pid and proc_info on
-// macOS) and then runs Options.OwnerCheck, before any handler. A check
-// that cannot be made refuses, and so does a server without OwnerCheck.
+// macOS) and then runs Options.OwnerCheck, which reads the passphrase from
+// the decoded params (Request.Decoded), before any handler. A check that
+// cannot be made refuses, and so does a server without OwnerCheck. Params
+// that do not decode are answered invalid_params once the terminal checks
+// pass, without asking the owner check.
+//
+// What pikod does around jsonrpc2 (sourcegraph/jsonrpc2, the protocol
+// library): jsonrpc2.Conn runs each connection's read loop and the
+// client's calls, and its message types (ID, Request, Response, Error)
+// are the wire's. Around it, pikod owns the framing (stream: NDJSON lines
+// with a cap, write deadlines, the request budget), the strict checks of
+// every line (checkObject: one parse of the line into slices of it; a
+// bad line is answered and the connection goes on), and the bytes jsonrpc2
+// would otherwise decode into generic values and encode again: the server
+// hands jsonrpc2 only a request's envelope (method and id) and keeps its
+// params exactly as received for the method's row, which decodes them
+// once into the typed params; results are encoded once (json.Marshal, or
+// Encoded as kept) and framed by the stream, never re-encoded by
+// jsonrpc2; the client keeps a large result as received and gives
+// jsonrpc2 a placeholder. $/cancelRequest, the lanes, the slots and the
+// terminal checks are pikod's too.
 //
 // rpc knows nothing of MCP, settings, the vault or the ledger: handlers are
 // registered by the daemon. It may import only the standard library,

@@ -189,7 +189,7 @@ type stream struct {
 // connectionError returns the error of an error response without an id
 // (or with a null one): what a server says about the whole connection
 // before closing it. Anything else is nil.
-func connectionError(obj map[string]json.RawMessage) *contracts.Error {
+func connectionError(obj map[string]rawRef) *contracts.Error {
 	_, hasMethod := obj["method"]
 	raw, hasError := obj["error"]
 	if id, ok := obj["id"]; hasMethod || !hasError || (ok && string(id) != "null") {
@@ -223,6 +223,12 @@ var lineIdleTimeout = 30 * time.Second
 
 // idKey normalises a JSON-RPC id to the form json.Marshal gives it.
 func idKey(id json.RawMessage) string {
+	if n := len(id); n > 0 && n <= 19 && id[0] >= '1' && id[0] <= '9' || string(id) == "0" {
+		// A plain integer (validID bounds it) is its own key.
+		if _, err := strconv.ParseUint(string(id), 10, 64); err == nil {
+			return string(id)
+		}
+	}
 	var v jsonrpc2.ID
 	if err := json.Unmarshal(id, &v); err != nil {
 		return string(id)
@@ -437,8 +443,9 @@ func (s *stream) takeResult(id string) (json.RawMessage, bool) {
 // returns the line with the result replaced by 0, so that jsonrpc2's
 // decoding (twice, once into a generic value) costs the same for a
 // 4 MB catalog as for an empty result. ok is false for anything else.
-func (s *stream) keepResult(line []byte, obj map[string]json.RawMessage, id json.RawMessage) (_ []byte, ok bool) {
-	result, has := obj["result"]
+func (s *stream) keepResult(line []byte, obj map[string]rawRef, id json.RawMessage) (_ []byte, ok bool) {
+	rref, has := obj["result"]
+	result := json.RawMessage(rref)
 	if !has || id == nil || len(result) < 64 {
 		return nil, false
 	}
@@ -472,11 +479,11 @@ func (s *stream) readRequest(line []byte, v any) (ok bool, _ error) {
 			s.log.Debug().Msg("ignoring a response: pikod sends no requests to its clients")
 			return false, s.settleLine(0)
 		}
-		var method string
-		_ = json.Unmarshal(obj["method"], &method) // checked by checkObject
-		env := make([]byte, 0, len(method)+len(id)+48)
+		// checked by checkObject: a string, sent on as it came
+		rawMethod := obj["method"]
+		env := make([]byte, 0, len(rawMethod)+len(id)+48)
 		env = append(env, `{"jsonrpc":"2.0","method":`...)
-		env, _ = appendJSON(env, method)
+		env = append(env, rawMethod...)
 		if id != nil {
 			env = append(env, `,"id":`...)
 			env = append(env, id...)
@@ -489,7 +496,7 @@ func (s *stream) readRequest(line []byte, v any) (ok bool, _ error) {
 			if err := s.settleLine(charge); err != nil {
 				return false, err
 			}
-			params := obj["params"]
+			params := json.RawMessage(obj["params"])
 			if params != nil && !s.fr.detach() {
 				// The line's buffer is reused for the next one.
 				params = bytes.Clone(params)
@@ -509,12 +516,6 @@ func (s *stream) readRequest(line []byte, v any) (ok bool, _ error) {
 	return false, s.writeError(id, rerr, Outgoing{Request: &Request{ID: id}})
 }
 
-// appendJSON appends the JSON encoding of a string.
-func appendJSON(b []byte, s string) ([]byte, error) {
-	enc, err := json.Marshal(s)
-	return append(b, enc...), err
-}
-
 // checkMessage validates one line as a JSON-RPC 2.0 request or response
 // object. On failure it returns the id to answer with (nil: null) and the
 // error to send.
@@ -526,15 +527,8 @@ func checkMessage(line []byte) (json.RawMessage, *jsonrpc2.Error) {
 // checkObject parses line once and checks it; it returns the members and
 // the id (nil when absent or null). The members are slices of line, not
 // copies: a caller that keeps one past the line's life copies it.
-func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage, _ *jsonrpc2.Error) {
-	var refs map[string]rawRef
-	err := json.Unmarshal(line, &refs)
-	if refs != nil {
-		obj = make(map[string]json.RawMessage, len(refs))
-		for k, v := range refs {
-			obj[k] = json.RawMessage(v)
-		}
-	}
+func checkObject(line []byte) (obj map[string]rawRef, _ json.RawMessage, _ *jsonrpc2.Error) {
+	err := json.Unmarshal(line, &obj)
 	if err != nil {
 		var syn *json.SyntaxError
 		switch {
@@ -553,16 +547,15 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 			Message: "invalid request: a message must be a JSON object"}
 	}
 	rawID, hasID := obj["id"]
-	if hasID && !validID(rawID) {
+	if hasID && !validID(json.RawMessage(rawID)) {
 		return obj, nil, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: fmt.Sprintf("invalid request: id must be a string of at most %d bytes, a non-negative integer or absent", maxIDBytes)}
 	}
 	var id json.RawMessage
 	if hasID && string(rawID) != "null" {
-		id = rawID
+		id = json.RawMessage(rawID)
 	}
-	var version string
-	if err := json.Unmarshal(obj["jsonrpc"], &version); err != nil || version != "2.0" {
+	if v := obj["jsonrpc"]; string(v) != `"2.0"` && !decodesTo(v, "2.0") {
 		return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: `invalid request: "jsonrpc" must be "2.0"`}
 	}
@@ -574,8 +567,8 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 		return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 			Message: "invalid request: a message cannot have both method and result or error"}
 	case hasMethod:
-		var method string
-		if err := json.Unmarshal(rawMethod, &method); err != nil || method == "" {
+		method, ok := stringValue(rawMethod)
+		if !ok || method == "" {
 			return obj, id, &jsonrpc2.Error{Code: contracts.CodeInvalidRequest,
 				Message: "invalid request: method must be a non-empty string"}
 		}
@@ -594,6 +587,34 @@ func checkObject(line []byte) (obj map[string]json.RawMessage, _ json.RawMessage
 			Message: "invalid request: missing method"}
 	}
 	return obj, id, nil
+}
+
+// stringValue decodes a JSON string member; a string without escapes (as
+// every method name is) is taken as it is, without a decoder.
+func stringValue(raw []byte) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		body := raw[1 : n-1]
+		for _, c := range body {
+			if c < 0x20 || c >= 0x80 {
+				// Control characters are invalid and non-ASCII bytes may
+				// be invalid UTF-8: the decoder says what they are.
+				goto decode
+			}
+		}
+		return string(body), true
+	}
+decode:
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// decodesTo reports whether raw is a JSON string that decodes to want.
+func decodesTo(raw []byte, want string) bool {
+	v, ok := stringValue(raw)
+	return ok && v == want
 }
 
 // rawRef is json.RawMessage without the copy: it keeps the slice of the

@@ -42,6 +42,8 @@ type Request struct {
 	Notify func(method string, params any) error
 
 	conn *Conn
+	// decoded is the params as the method's row decoded them (Decoded).
+	decoded any
 
 	// smu guards scope.
 	smu   sync.Mutex
@@ -218,6 +220,9 @@ type Options struct {
 	// The daemon checks the owner approval passphrase with it. When nil,
 	// every such call is refused: terminal-only methods fail closed.
 	OwnerCheck func(ctx context.Context, req *Request) error
+	// RequestContext, when set, derives the context every handler runs
+	// with from the request's (the daemon adds when it was received).
+	RequestContext func(ctx context.Context, req *Request) context.Context
 }
 
 // Server dispatches JSON-RPC requests to registered handlers.
@@ -239,6 +244,7 @@ type Server struct {
 	writeTimeout time.Duration
 	filter       func([]byte, Outgoing) []byte
 	ownerCheck   func(context.Context, *Request) error
+	requestCtx   func(context.Context, *Request) context.Context
 	ownerUID     int
 	// methods is contracts.MethodTable by name.
 	methods map[string]contracts.MethodInfo
@@ -257,7 +263,7 @@ type Server struct {
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
-	handlers map[string]HandlerFunc
+	handlers map[string]Method
 	serving  bool
 	conns    int // connections being served
 	// refused counts connections refused since the last warning about
@@ -308,6 +314,7 @@ func NewServer(opts Options) *Server {
 		writeTimeout: opts.WriteTimeout,
 		filter:       opts.Filter,
 		ownerCheck:   opts.OwnerCheck,
+		requestCtx:   opts.RequestContext,
 		ownerUID:     os.Getuid(),
 		methods:      methods,
 		checkPeer:    Peer.CheckTerminal,
@@ -318,14 +325,23 @@ func NewServer(opts Options) *Server {
 		pool:         newPool(opts.MaxPendingBytes),
 		connMax:      opts.ConnPendingBytes,
 		maxConns:     opts.MaxConnections,
-		handlers:     map[string]HandlerFunc{},
+		handlers:     map[string]Method{},
 	}
 }
 
-// Register adds the handler for method. It must be called before Serve;
+// Register adds the handler for method, which reads its raw params itself
+// (see Handle for typed rows). It must be called before Serve;
 // registering a method twice or after Serve started panics, as both are
 // programming errors.
 func (s *Server) Register(method string, h HandlerFunc) {
+	s.Handle(method, rawMethod(s.methods[method], h))
+}
+
+// Handle adds the row of method (see Method). As for Register, it must be
+// called before Serve and once per method. A terminal-only method with an
+// exemption needs params with that member: Handle panics otherwise.
+func (s *Server) Handle(method string, m Method) {
+	m.bindExemption(s.methods[method])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.serving {
@@ -337,7 +353,7 @@ func (s *Server) Register(method string, h HandlerFunc) {
 	if method == contracts.MethodCancel || method == "" {
 		panic("rpc: cannot register method " + method)
 	}
-	s.handlers[method] = h
+	s.handlers[method] = m
 }
 
 // Serve accepts connections on ln until ctx is cancelled, then closes ln,
@@ -566,11 +582,13 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	if f == nil {
 		f = &frame{received: time.Now()}
 	}
-	if want := ""; !r.Notif {
+	// idJSON is the id as json.Marshal gives it, for every answer.
+	var idJSON json.RawMessage
+	if !r.Notif {
 		if b, err := json.Marshal(r.ID); err == nil {
-			want = string(b)
+			idJSON = b
 		}
-		if f.id != want {
+		if f.id != string(idJSON) {
 			// Cannot happen: the stream hands jsonrpc2 the envelope of
 			// the very message it keeps.
 			log.Error().Msg("dispatch: the message read is not the one dispatched; ignoring its params")
@@ -581,10 +599,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	answered := func() { cs.st.acct.release(f.charge) }
 	// Early answers echo the caller's id and method: the filter is told
 	// they are the caller's own.
-	early := Outgoing{Request: &Request{Method: r.Method, Params: f.params, Peer: cs.peer}}
-	if id, err := json.Marshal(r.ID); err == nil {
-		early.Request.ID = id
-	}
+	early := Outgoing{Request: &Request{Method: r.Method, Params: f.params, Peer: cs.peer, ID: idJSON}}
 	if r.Method == contracts.MethodCancel {
 		cs.cancel(f.params, log)
 		if !r.Notif {
@@ -599,7 +614,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		return
 	}
 	s.mu.Lock()
-	h, ok := s.handlers[r.Method]
+	m, ok := s.handlers[r.Method]
 	s.mu.Unlock()
 	if !ok {
 		log.Debug().Str("method", r.Method).Stringer("id", r.ID).Int("code", contracts.CodeMethodNotFound).Msg("request")
@@ -637,10 +652,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 	conn := cs.conn
 	cs.mu.Unlock()
 
-	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received, conn: conn}
-	if id, err := json.Marshal(r.ID); err == nil {
-		req.ID = id
-	}
+	req := &Request{Method: r.Method, Peer: cs.peer, Params: f.params, Received: f.received, conn: conn, ID: idJSON}
 	req.Notify = func(method string, params any) error {
 		if rctx.Err() != nil {
 			return fmt.Errorf("sending notification %s: %w", method, ErrConnClosed)
@@ -657,7 +669,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		defer cs.finish(r.ID)
 		defer answered()
 		start := time.Now()
-		result, werr := s.run(rctx, cs, h, req, control, log)
+		result, werr := s.run(rctx, cs, m, req, control, log)
 		code := 0
 		if werr != nil {
 			code = werr.Code
@@ -670,15 +682,34 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 // run waits for a slot of its lane, calls h and encodes its outcome. The
 // slot is released before the reply is written, so a slow reader never
 // holds one.
-func (s *Server) run(ctx context.Context, cs *connState, h HandlerFunc, req *Request, control bool, log zerolog.Logger) (json.RawMessage, *contracts.Error) {
+func (s *Server) run(ctx context.Context, cs *connState, m Method, req *Request, control bool, log zerolog.Logger) (json.RawMessage, *contracts.Error) {
 	release, err := s.slot(ctx, cs, control)
 	if err != nil {
 		return nil, s.wireError(req.Method, err, log)
 	}
+	// The params are decoded here, once: the exemption, the owner check
+	// and the handler all read this value.
+	params, derr := m.decode(req.Params)
+	if derr != nil && !m.strict {
+		// A raw row's handler decodes (and answers) for itself; the call
+		// is just not exempt.
+		params, derr = nil, nil
+	}
+	req.decoded = params
 	var result any
-	err = s.admit(ctx, req, log)
+	err = s.admit(ctx, req, m.isExempt(params), derr == nil, log)
 	if err == nil {
-		result, err = s.call(ctx, h, req, log)
+		if derr != nil {
+			err = m.decodeError(derr)
+		} else {
+			if s.requestCtx != nil {
+				ctx = s.requestCtx(ctx, req)
+			}
+			result, err = s.call(ctx, m, req, params, log)
+		}
+		if err != nil && m.mapErr != nil {
+			err = m.mapErr(err)
+		}
 	}
 	release()
 	if err != nil {
@@ -739,10 +770,13 @@ func (s *Server) acquire(ctx context.Context, sem chan struct{}) error {
 // admit is the one place where terminal-only methods are enforced: a call
 // of a contracts.TerminalOnly method that is not exempt reaches its
 // handler only if the peer passes every terminal check and then the
-// owner check. Nothing of the params is logged.
-func (s *Server) admit(ctx context.Context, req *Request, log zerolog.Logger) (err error) {
+// owner check. A call whose params did not decode (decoded false) is
+// answered with that error once the terminal checks pass: the owner check
+// is not asked for a call that cannot run. Nothing of the params is
+// logged.
+func (s *Server) admit(ctx context.Context, req *Request, exempt, decoded bool, log zerolog.Logger) (err error) {
 	info, ok := s.methods[req.Method]
-	if !ok || !info.TerminalOnly() || exempt(info, req.Params) {
+	if !ok || !info.TerminalOnly() || exempt {
 		return nil
 	}
 	if err := s.checkPeer(req.Peer, s.ownerUID); err != nil {
@@ -753,6 +787,9 @@ func (s *Server) admit(ctx context.Context, req *Request, log zerolog.Logger) (e
 		log.Warn().Str("method", req.Method).Int("peer_pid", req.Peer.PID).Str("check", te.Check).
 			Str("detail", te.Detail).Msg("terminal-only call refused")
 		return terminalRefusal(req.Method, te)
+	}
+	if !decoded {
+		return nil
 	}
 	if s.ownerCheck == nil {
 		log.Warn().Str("method", req.Method).Int("peer_pid", req.Peer.PID).Msg("terminal-only call refused: no owner check configured")
@@ -768,28 +805,7 @@ func (s *Server) admit(ctx context.Context, req *Request, log zerolog.Logger) (e
 	return s.ownerCheck(ctx, req)
 }
 
-// exempt reports whether a call carries its method's exemption value. The
-// member is decoded exactly as a handler's params struct decodes it
-// (encoding/json: case-insensitive names, the last duplicate wins), so a
-// call cannot look exempt here and decide something in the handler.
-func exempt(info contracts.MethodInfo, params json.RawMessage) bool {
-	if info.Exempt == nil || len(params) == 0 {
-		return false
-	}
-	t := reflect.StructOf([]reflect.StructField{{
-		Name: "V",
-		Type: reflect.TypeFor[*string](),
-		Tag:  reflect.StructTag(`json:"` + info.Exempt.Field + `"`),
-	}})
-	v := reflect.New(t)
-	if err := json.Unmarshal(params, v.Interface()); err != nil {
-		return false
-	}
-	got, _ := v.Elem().Field(0).Interface().(*string)
-	return got != nil && *got == info.Exempt.Value
-}
-
-func (s *Server) call(ctx context.Context, h HandlerFunc, req *Request, log zerolog.Logger) (result any, err error) {
+func (s *Server) call(ctx context.Context, m Method, req *Request, params any, log zerolog.Logger) (result any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error().Str("method", req.Method).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("handler panicked")
@@ -797,7 +813,7 @@ func (s *Server) call(ctx context.Context, h HandlerFunc, req *Request, log zero
 			err = fmt.Errorf("handler for %s panicked: %w", req.Method, contracts.ErrInternal)
 		}
 	}()
-	return h(ctx, req)
+	return m.serve(ctx, req, params)
 }
 
 // wireError maps a handler error to the wire. contracts.ToError is the one

@@ -63,6 +63,13 @@ func (r *runner) soak(sc soakConfig) error {
 	}
 	report, serr := r.soakRun(d, sc)
 	err = errors.Join(serr, d.stop())
+	if err != nil {
+		// The instance directory goes at exit: keep pikod's stderr.
+		kept := sc.out + ".pikod-stderr"
+		if b, rerr := os.ReadFile(d.stderrPath); rerr == nil && os.WriteFile(kept, b, 0o644) == nil {
+			r.logf("pikod's stderr is kept in %s", kept)
+		}
+	}
 	if report != "" {
 		fmt.Print("\n" + report)
 		if werr := os.WriteFile(sc.out, []byte(report), 0o644); werr != nil {
@@ -328,4 +335,3 @@ func soakOut(root, out string) string {
 	}
 	return filepath.Join(root, out)
 }
-
