@@ -149,7 +149,7 @@ func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, 
 	// The copy, then catch-ups with calls running; the copy's pages go to
 	// disk meanwhile, so the last sync is of the last changes only.
 	h.gate.RLock()
-	err = bolt.Compact(dst, h.b, 64<<20)
+	err = copyAll(dst, h.b, 64<<20)
 	for i := 0; err == nil && i < 2; i++ {
 		if err = catchUp(dst, h.b); err == nil {
 			err = dst.Sync()
@@ -198,6 +198,81 @@ func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, 
 	rep.After, _ = sizeOf(dst)
 	rep.Compacted, rep.Took = true, time.Since(start)
 	return rep, nil
+}
+
+// copyAll copies every bucket, key, value and sequence of src into the
+// empty dst, committing dst every txMax bytes, all within one read
+// transaction of src. (bbolt's Compact commits its last transaction after
+// its read of src has ended, while that transaction's values still point
+// into src's mapped pages: with pikod writing, src may be remapped
+// meanwhile, and the commit reads freed memory.)
+func copyAll(dst, src *bolt.DB, txMax int) error {
+	return src.View(func(stx *bolt.Tx) error {
+		dtx, err := dst.Begin(true)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = dtx.Rollback() }()
+		size := 0
+		// path names the bucket being copied from the root, so that
+		// after a commit the copy goes on in the new transaction.
+		var copyBucket func(path [][]byte, s *bolt.Bucket) error
+		open := func(path [][]byte) *bolt.Bucket {
+			b := dtx.Bucket(path[0])
+			for _, k := range path[1:] {
+				b = b.Bucket(k)
+			}
+			return b
+		}
+		copyBucket = func(path [][]byte, s *bolt.Bucket) error {
+			c := s.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if size += len(k) + len(v); size > txMax {
+					if err := dtx.Commit(); err != nil {
+						return err
+					}
+					if dtx, err = dst.Begin(true); err != nil {
+						return err
+					}
+					size = 0
+				}
+				d := open(path)
+				d.FillPercent = 1.0
+				if v != nil {
+					if err := d.Put(k, v); err != nil {
+						return err
+					}
+					continue
+				}
+				sub := s.Bucket(k)
+				nb, err := d.CreateBucket(k)
+				if err != nil {
+					return err
+				}
+				if err := nb.SetSequence(sub.Sequence()); err != nil {
+					return err
+				}
+				if err := copyBucket(append(path[:len(path):len(path)], k), sub); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err = stx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			nb, err := dtx.CreateBucket(name)
+			if err != nil {
+				return err
+			}
+			if err := nb.SetSequence(b.Sequence()); err != nil {
+				return err
+			}
+			return copyBucket([][]byte{name}, b)
+		})
+		if err != nil {
+			return err
+		}
+		return dtx.Commit()
+	})
 }
 
 func sizeOf(b *bolt.DB) (size int64, err error) {

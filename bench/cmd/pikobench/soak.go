@@ -35,7 +35,7 @@ type soakConfig struct {
 // soakRetention is the low retention the soak runs under: what a month of
 // a busy owner's calls would meet with the defaults, scaled to minutes.
 var soakRetention = map[string]any{
-	"receipts": map[string]any{"maxCount": 200_000},
+	"receipts": map[string]any{"maxCount": 100_000},
 	"sources":  map[string]any{"maxBytes": "64MiB"},
 	"actions":  map[string]any{"maxAge": "1m"},
 }
