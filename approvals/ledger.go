@@ -170,14 +170,31 @@ func KindDigest(kind, server, tool string, args []byte, fp contracts.Fingerprint
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+// idEncoding is base32 with its alphabet in ASCII order, so that ids sort
+// as their bytes do (the characters are those of lowercase standard
+// base32, which ids made before used).
+var idEncoding = base32.NewEncoding("234567abcdefghijklmnopqrstuvwxyz").WithPadding(base32.NoPadding)
 
-// newID returns prefix followed by 128 random bits in lowercase base32
-// (26 characters).
+// newID returns prefix followed by 128 bits in base32 (26 characters):
+// the time in milliseconds (48 bits), then 80 random bits. Ids made later
+// sort later, so the records keyed by them are appended to their buckets
+// and pruned from one end, touching few pages, instead of anywhere in the
+// tree; 80 random bits keep them unguessable.
 func newID(prefix string) string {
+	return prefix + idEncoding.EncodeToString(timeOrdered())
+}
+
+// timeOrdered is 16 bytes: the current Unix time in milliseconds, big
+// endian in 6 bytes, then 10 random bytes.
+func timeOrdered() []byte {
 	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
-	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	rand.Read(b[6:]) // never fails (crypto/rand panics rather than return short)
+	return b[:]
 }
 
 // validID reports whether id has the shape newID gives prefix.

@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -637,12 +636,10 @@ func indexRunes(text []byte) (int64, []int64) {
 	return n, index
 }
 
+// newSourceID is "src_" and 32 hex digits, time first like newID, so that
+// sources are appended to their buckets in the order they come.
 func newSourceID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("making a source id: %w", err)
-	}
-	return "src_" + hex.EncodeToString(b[:]), nil
+	return "src_" + hex.EncodeToString(timeOrdered()), nil
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }

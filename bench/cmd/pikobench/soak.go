@@ -117,7 +117,9 @@ func (r *runner) soakRun(d *daemonProc, sc soakConfig) (string, error) {
 			params = autoCall
 		}
 		wg.Go(func() {
-			lat := make([]time.Duration, 0, 1024)
+			// Handed over in small batches, so that every window has
+			// its own calls' latencies.
+			lat := make([]time.Duration, 0, 16)
 			for done.Add(1) <= total {
 				t0 := time.Now()
 				if err := pikodCall(c, params); err != nil {
