@@ -26,9 +26,10 @@ help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/pikod and bin/pikoctl
+build: ## build bin/pikod, bin/pikoctl and bin/browser-bridge
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikod ./cmd/pikod
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/pikoctl ./cmd/pikoctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/browser-bridge ./cmd/browser-bridge
 
 # make install puts both binaries at a stable path, for the service unit:
 # PREFIX/bin/pikod and PREFIX/bin/pikoctl (default ~/.local/bin).

@@ -1,9 +1,15 @@
 package contracts
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Browser presets (BrowserSettings.Preset).
@@ -180,3 +186,110 @@ type Capture struct {
 
 // MaxCaptures bounds the files imported from one call result.
 const MaxCaptures = 16
+
+// BrowserPairingVersion is the BrowserPairing.Version this build writes
+// and reads.
+const BrowserPairingVersion = 1
+
+// BrowserRemoteID is the server id 'pikoctl mcp browser-remote' configures
+// by default.
+const BrowserRemoteID = "browser-remote"
+
+// BrowserPairing is the private pairing JSON the desktop bridge prints
+// (browser-bridge pair) and 'pikoctl mcp browser-remote -' reads on stdin.
+// Token is a secret: it goes to the vault, never into settings, and
+// nothing here ever prints it.
+type BrowserPairing struct {
+	// Version is BrowserPairingVersion.
+	Version int `json:"version"`
+	// URL is the bridge's Streamable HTTP endpoint, https on loopback
+	// (or the local end of a tunnel to it).
+	URL string `json:"url"`
+	// Token is the bearer token the bridge requires.
+	Token string `json:"token"`
+	// Fingerprint pins the bridge's TLS certificate: "sha256:HEX" of its
+	// public key (or of the certificate), a TLSPin.
+	Fingerprint string `json:"fingerprint"`
+	// Preset is the browser server's preset (playwright, chrome-devtools
+	// or generic): which exposed tools pikod may delegate.
+	Preset string `json:"preset"`
+	// Tools are every tool the bridge exposes (the preset's list and the
+	// ones its owner allowed at init), sorted.
+	Tools []string `json:"tools"`
+}
+
+// MinPairingToken is the shortest token a pairing may carry (characters).
+const MinPairingToken = 32
+
+// ParseBrowserPairing decodes and checks pairing JSON strictly. Its errors
+// name the field that is wrong, never a value (the token is a secret, and a
+// syntax error is reported by its offset only).
+func ParseBrowserPairing(b []byte) (BrowserPairing, error) {
+	var p BrowserPairing
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return BrowserPairing{}, fmt.Errorf("reading the pairing: not JSON (at byte %d): %w", se.Offset, ErrInvalidArgument)
+		case errors.As(err, &te):
+			return BrowserPairing{}, fmt.Errorf("reading the pairing: field %q has the wrong type: %w", te.Field, ErrInvalidArgument)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return BrowserPairing{}, fmt.Errorf("reading the pairing: %s: %w", SafeText(strings.TrimPrefix(err.Error(), "json: "), OneLine, 80), ErrInvalidArgument)
+		}
+		return BrowserPairing{}, fmt.Errorf("reading the pairing: not one JSON object: %w", ErrInvalidArgument)
+	}
+	if dec.More() {
+		return BrowserPairing{}, fmt.Errorf("reading the pairing: more than one JSON object: %w", ErrInvalidArgument)
+	}
+	var probs []string
+	if p.Version != BrowserPairingVersion {
+		probs = append(probs, fmt.Sprintf("version must be %d (this pikod reads version %d pairings)", BrowserPairingVersion, BrowserPairingVersion))
+	}
+	if u, err := url.Parse(p.URL); err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		probs = append(probs, "url must be the bridge's https URL (https://127.0.0.1:PORT/mcp), without credentials, query or fragment")
+	}
+	if len(p.Token) < MinPairingToken || strings.IndexFunc(p.Token, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '~')
+	}) >= 0 {
+		probs = append(probs, fmt.Sprintf("token must be at least %d characters of A-Z, a-z, 0-9, -, _, . and ~", MinPairingToken))
+	}
+	if _, err := ParseTLSPin(p.Fingerprint); err != nil {
+		probs = append(probs, "fingerprint "+err.Error())
+	}
+	if _, ok := FindBrowserPreset(p.Preset); !ok && p.Preset != BrowserGeneric {
+		probs = append(probs, fmt.Sprintf("preset must be %s, %s or %s", BrowserPlaywright, BrowserChromeDevTools, BrowserGeneric))
+	}
+	if len(p.Tools) == 0 {
+		probs = append(probs, "tools must list the tools the bridge exposes")
+	}
+	for _, t := range p.Tools {
+		if t == "" || len(t) > 128 || strings.ContainsFunc(t, unicode.IsControl) || strings.ContainsRune(t, ' ') {
+			probs = append(probs, "tools must be tool names (no spaces or control characters, at most 128 bytes)")
+			break
+		}
+	}
+	if len(probs) > 0 {
+		return BrowserPairing{}, fmt.Errorf("checking the pairing: %s: %w", strings.Join(probs, "; "), ErrInvalidArgument)
+	}
+	return p, nil
+}
+
+// Delegated returns the pairing's tools that pikod runs without approval:
+// those of the preset's Autonomous set that the bridge exposes. A tool the
+// bridge's owner allowed beyond the preset is exposed but never delegated.
+func (p BrowserPairing) Delegated() []string {
+	preset, ok := FindBrowserPreset(p.Preset)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, t := range preset.Autonomous {
+		if slices.Contains(p.Tools, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -77,6 +77,13 @@ type ServerSettings struct {
 	AllowPrivateNetwork bool `json:"allowPrivateNetwork,omitempty"`
 	// OAuth enables OAuth sign-in for this server (http, sse).
 	OAuth *OAuthSettings `json:"oauth,omitempty"`
+	// TLSPin pins the TLS peer of URL's origin (http, sse; URL must be
+	// https): "sha256:" and 64 hex digits, the SHA-256 of the peer's leaf
+	// certificate (DER) or of its public key (SubjectPublicKeyInfo, DER).
+	// With a pin the peer is trusted by the pin alone (a self-signed
+	// certificate such as the desktop bridge's), and any other peer is
+	// refused before a request is sent. Default none (the system's roots).
+	TLSPin string `json:"tlsPin,omitempty"`
 
 	// Tools selects the executable tools by exact name. Omitted: all
 	// discovered tools; []: none (discovery only).

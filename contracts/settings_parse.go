@@ -467,7 +467,7 @@ var serverKeys = []string{
 	"headers", "allowPrivateNetwork", "oauth", "tools", "readOnlyTools",
 	"autonomousTools", "resources", "prompts", "roots", "sampling",
 	"elicitation", "timeoutMs", "maxBytes", "artifactDirectory", "protocol",
-	"browser",
+	"browser", "tlsPin",
 }
 
 func (w *walker) server(v *jsonValue, i int) ServerSettings {
@@ -544,6 +544,8 @@ func (w *walker) server(v *jsonValue, i int) ServerSettings {
 			s.Protocol = w.protocol(field, val)
 		case "browser":
 			s.Browser = w.browser(field, val)
+		case "tlsPin":
+			s.TLSPin = w.str(field, val)
 		default:
 			w.unknownOf(key, field, serverKeys)
 		}

@@ -193,6 +193,20 @@ func TestParseProblems(t *testing.T) {
 		{name: "header value CRLF", edit: func(m tree) { remote(m)["headers"] = tree{"X-Tenant": "a\r\nX-Evil: 1"} }, server: "remote", field: "headers.X-Tenant", msg: "CR"},
 		{name: "header managed", edit: func(m tree) { remote(m)["headers"] = tree{"Host": "evil.example"} }, server: "remote", field: "headers.Host", msg: "pikod"},
 		{name: "sse url http", edit: func(m tree) { remote(m)["transport"] = "sse"; remote(m)["url"] = "http://x.example/sse" }, server: "remote", field: "url", msg: "allowPrivateNetwork"},
+		{name: "stdio tlsPin", edit: func(m tree) {
+			local(m)["tlsPin"] = "sha256:abababababababababababababababababababababababababababababababab"
+		}, server: "local", field: "tlsPin", msg: "only to http and sse"},
+		{name: "tlsPin no prefix", edit: func(m tree) { remote(m)["tlsPin"] = "abababababababababababababababababababababababababababababababab" }, server: "remote", field: "tlsPin", msg: `"sha256:" followed by the 64 hex digits`},
+		{name: "tlsPin short", edit: func(m tree) { remote(m)["tlsPin"] = "sha256:abcd" }, server: "remote", field: "tlsPin", msg: "64 hex digits"},
+		{name: "tlsPin not hex", edit: func(m tree) {
+			remote(m)["tlsPin"] = "sha256:zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+		}, server: "remote", field: "tlsPin", msg: "0-9, a-f"},
+		{name: "tlsPin on http", edit: func(m tree) {
+			remote(m)["url"] = "http://127.0.0.1:9000/mcp"
+			remote(m)["allowPrivateNetwork"] = true
+			remote(m)["tlsPin"] = "sha256:abababababababababababababababababababababababababababababababab"
+		}, server: "remote", field: "tlsPin", msg: "only to an https url"},
+		{name: "tlsPin not a string", edit: func(m tree) { remote(m)["tlsPin"] = true }, server: "remote", field: "tlsPin"},
 
 		// ranges
 		{name: "timeoutMs low", edit: func(m tree) { local(m)["timeoutMs"] = 999 }, server: "local", field: "timeoutMs", msg: "between 1000 and 600000"},
@@ -538,6 +552,7 @@ func validConfigs() map[string]string {
 		"local":            localExample,
 		"local pinned":     pin(localExample, `"enabled": true,`),
 		"empty servers":    `{"servers": []}`,
+		"tls pin":          `{"servers": [{"id": "pinned", "transport": "http", "url": "https://127.0.0.1:8765/mcp", "allowPrivateNetwork": true, "tlsPin": "sha256:AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01AB01"}]}`,
 		"bare version":     `{"servers": [{"id": "s", "transport": "sse", "url": "https://x.example/sse", "protocol": "2025-06-18"}]}`,
 		"auto":             `{"servers": [{"id": "s", "transport": "stdio", "command": "srv", "protocol": "auto"}]}`,
 		"private http":     `{"servers": [{"id": "lan", "transport": "http", "url": "http://192.168.1.5:8080/mcp", "allowPrivateNetwork": true}]}`,

@@ -139,6 +139,7 @@ func (c *checker) stdio(s *ServerSettings) {
 		{"headers", len(s.Headers) > 0},
 		{"allowPrivateNetwork", s.AllowPrivateNetwork},
 		{"oauth", s.OAuth != nil},
+		{"tlsPin", s.TLSPin != ""},
 	} {
 		if f.set {
 			c.add(f.name, "applies only to http and sse servers: remove it or change the transport")
@@ -403,6 +404,13 @@ func (c *checker) remote(s *ServerSettings) {
 	}
 	if s.OAuth != nil {
 		c.oauth(s)
+	}
+	if s.TLSPin != "" {
+		if _, err := ParseTLSPin(s.TLSPin); err != nil {
+			c.add("tlsPin", "%v", err)
+		} else if u, err := url.Parse(s.URL); err == nil && !strings.EqualFold(u.Scheme, "https") {
+			c.add("tlsPin", "applies only to an https url: a pin checks the TLS peer, and plain http has none")
+		}
 	}
 }
 

@@ -193,6 +193,12 @@ func identity(s *contracts.ServerSettings) string {
 		}
 	default:
 		part(s.URL)
+		if s.TLSPin != "" {
+			// A new pin is a new peer: the token paired with one bridge
+			// is not sent to another at the same address.
+			part("tlsPin")
+			part(strings.ToLower(s.TLSPin))
+		}
 		if s.OAuth != nil {
 			part(s.OAuth.ClientID)
 			part(s.OAuth.Issuer)

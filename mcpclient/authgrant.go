@@ -46,7 +46,7 @@ func (s *Supervisor) oauthEnv(cfg *contracts.ServerSettings) (*oauthEnv, error) 
 	}
 	hc, err := NewGuardedClient(GuardConfig{
 		URL: cfg.URL, AllowPrivateNetwork: cfg.AllowPrivateNetwork, SameHostAnyPort: true,
-		MaxBodyBytes: oauth.MaxDocumentBytes + 1, Resolver: s.opts.Resolver,
+		MaxBodyBytes: oauth.MaxDocumentBytes + 1, Resolver: s.opts.Resolver, TLSPin: cfg.TLSPin,
 	})
 	if err != nil {
 		return nil, err

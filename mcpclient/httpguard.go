@@ -38,6 +38,10 @@ var (
 	// ErrBodyTooLarge: a response body (or one server-sent event) exceeds
 	// MaxBodyBytes.
 	ErrBodyTooLarge = classError("response body too large", contracts.ErrResourceExhausted)
+	// ErrPinMismatch: the TLS peer of a pinned origin presented a
+	// certificate whose fingerprints are not the pin. The error is a
+	// *PinMismatchError.
+	ErrPinMismatch = classError("tls pin mismatch", contracts.ErrPermissionDenied)
 )
 
 // Default timeouts of the guarded client.
@@ -150,6 +154,12 @@ type GuardConfig struct {
 	// TLSConfig is cloned; MinVersion is raised to TLS 1.2 and ServerName is
 	// cleared so each connection verifies the host it was made for.
 	TLSConfig *tls.Config
+	// TLSPin ("sha256:HEX", contracts.ParseTLSPin) pins the origin's TLS
+	// peer: connections to the origin trust the leaf certificate whose DER
+	// or SubjectPublicKeyInfo has that SHA-256, and nothing else (no CA,
+	// name or expiry check: the pin is the owner's trust decision, made
+	// when pairing). Other origins keep the ordinary verification.
+	TLSPin string
 
 	// dial replaces the TCP dialer in tests (to count dials); it only ever
 	// receives vetted "ip:port" addresses.
@@ -203,6 +213,10 @@ type guard struct {
 	resolver     Resolver
 	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
 	inner        *http.Transport
+	// pinned carries the origin's requests when a TLS pin is set; its
+	// connections are pooled apart from inner's, so a connection verified
+	// by the pin serves the origin only.
+	pinned *http.Transport
 }
 
 // NewGuardedClient returns the http.Client for one HTTP or SSE server (and
@@ -308,7 +322,61 @@ func newGuard(cfg GuardConfig) (*guard, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+	if cfg.TLSPin != "" {
+		want, err := contracts.ParseTLSPin(cfg.TLSPin)
+		if err != nil {
+			return nil, fmt.Errorf("checking tlsPin: %v: %w", err, contracts.ErrInvalidArgument)
+		}
+		if g.origin.scheme != "https" {
+			return nil, fmt.Errorf("checking tlsPin: it applies only to an https url: %w", contracts.ErrInvalidArgument)
+		}
+		pc := tc.Clone()
+		// The pin replaces the chain and name checks: the peer is the one
+		// whose certificate (or key) the owner paired with, or none.
+		pc.InsecureSkipVerify = true
+		pc.VerifyConnection = pinVerifier(want, g.origin.String())
+		g.pinned = g.inner.Clone()
+		g.pinned.TLSClientConfig = pc
+	}
 	return g, nil
+}
+
+// PinMismatchError reports a TLS peer that does not match the pin.
+type PinMismatchError struct {
+	// Origin is the pinned origin.
+	Origin string
+	// Expected is the pin; Certificate and Key the presented leaf's
+	// fingerprints (of its DER and of its public key), "" when the peer
+	// presented no certificate.
+	Expected, Certificate, Key string
+}
+
+func (e *PinMismatchError) Error() string {
+	if e.Certificate == "" {
+		return fmt.Sprintf("refusing the TLS peer of %s: it presented no certificate, the pin (tlsPin) is %s", e.Origin, e.Expected)
+	}
+	return fmt.Sprintf("refusing the TLS peer of %s: it presented certificate %s (public key %s), the pin (tlsPin) is %s; "+
+		"if the peer was set up again, pair again (pikoctl mcp browser-remote -)", e.Origin, e.Certificate, e.Key, e.Expected)
+}
+
+// Unwrap makes errors.Is(err, ErrPinMismatch) hold.
+func (e *PinMismatchError) Unwrap() error { return ErrPinMismatch }
+
+// pinVerifier returns a tls.Config.VerifyConnection that accepts the peer
+// whose leaf certificate's DER or SubjectPublicKeyInfo hashes to want.
+func pinVerifier(want [32]byte, origin string) func(tls.ConnectionState) error {
+	expected := contracts.FormatTLSPin(want)
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return &PinMismatchError{Origin: origin, Expected: expected}
+		}
+		leaf := cs.PeerCertificates[0]
+		certPin, keyPin := contracts.TLSPinsOf(leaf.Raw, leaf.RawSubjectPublicKeyInfo)
+		if certPin == expected || keyPin == expected {
+			return nil
+		}
+		return &PinMismatchError{Origin: origin, Expected: expected, Certificate: certPin, Key: keyPin}
+	}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -390,7 +458,11 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	st := &sendTrace{replayable: replayable(out)}
 	out = out.WithContext(context.WithValue(httptrace.WithClientTrace(out.Context(), st.clientTrace()), sendTraceKey{}, st))
-	resp, err := g.inner.RoundTrip(out)
+	inner := g.inner
+	if g.pinned != nil && g.sameOrigin(req.URL) {
+		inner = g.pinned
+	}
+	resp, err := inner.RoundTrip(out)
 	if err != nil {
 		if st.nothingSent() {
 			return nil, &unsentError{err: err, method: req.Method}
@@ -426,7 +498,12 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
 // inner transport.
-func (g *guard) CloseIdleConnections() { g.inner.CloseIdleConnections() }
+func (g *guard) CloseIdleConnections() {
+	g.inner.CloseIdleConnections()
+	if g.pinned != nil {
+		g.pinned.CloseIdleConnections()
+	}
+}
 
 // dialContext resolves host once, refuses the connection if any address is
 // not public (unless the request's policy allows it) or, for plaintext http,

@@ -718,7 +718,7 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 			}
 			hc, err := NewGuardedClient(GuardConfig{
 				URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
-				MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver,
+				MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver, TLSPin: s.cfg.TLSPin,
 			})
 			if err != nil {
 				return nil, err

@@ -30,6 +30,9 @@ var importRules = map[string]struct {
 	// The bridge is a plain client of the socket: the wire, the rpc
 	// client and mcp-go's server, nothing of pikod's own MCP or storage.
 	"cmd/pikoctl/bridge": {own: []string{"contracts", "rpc"}, anyThird: true},
+	// The desktop bridge runs without pikod: the presets and the pairing
+	// shape from contracts, mcp-go for both its sides, nothing of pikod's.
+	"cmd/browser-bridge": {own: []string{"contracts"}, anyThird: true},
 	// The TUI is part of the thin client: the wire and the rpc client only.
 	"cmd/pikoctl/tui": {own: []string{"contracts", "rpc"}, anyThird: true},
 

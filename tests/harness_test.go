@@ -42,6 +42,8 @@ var (
 	// gosdkClientBin is the official Go SDK's client, driven over
 	// pikoctl mcp serve (tests/fixtures/gosdkclient, a module of its own).
 	gosdkClientBin string
+	// bridgeBin is the desktop browser bridge (cmd/browser-bridge).
+	bridgeBin string
 )
 
 const (
@@ -81,6 +83,7 @@ func runMain(m *testing.M) int {
 	fixtureBin = filepath.Join(dir, "mcpfixture")
 	gosdkBin = filepath.Join(dir, "gosdkserver")
 	gosdkClientBin = filepath.Join(dir, "gosdkclient")
+	bridgeBin = filepath.Join(dir, "browser-bridge")
 	for _, b := range []struct {
 		out, pkg string
 		race     bool
@@ -89,6 +92,7 @@ func runMain(m *testing.M) int {
 	}{
 		{pikodBin, "./cmd/pikod", true, ""},
 		{pikoctlBin, "./cmd/pikoctl", true, ""},
+		{bridgeBin, "./cmd/browser-bridge", true, ""},
 		{fixtureBin, "./tests/fixtures/mcpfixture", false, ""},
 		{gosdkBin, ".", false, "tests/fixtures/gosdkserver"},
 		{gosdkClientBin, ".", false, "tests/fixtures/gosdkclient"},

@@ -32,7 +32,7 @@ func (a *app) newMCPCmd() *cobra.Command {
 	mcp.AddCommand(a.newServerEditCmds()...)
 	mcp.AddCommand(a.newToolCmd(), a.newSearchCmd(), a.newImportCmd())
 	mcp.AddCommand(a.newPauseCmds()...)
-	mcp.AddCommand(a.newArtifactCmd(), a.newServeCmd(), a.newBrowserCmd())
+	mcp.AddCommand(a.newArtifactCmd(), a.newServeCmd(), a.newBrowserCmd(), a.newBrowserRemoteCmd())
 	mcp.AddCommand(a.newInstallCmds()...)
 	return mcp
 }
