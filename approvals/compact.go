@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -124,7 +125,7 @@ func CompactFile(path string, lockTimeout time.Duration, minFree int64, ratio fl
 // handle becomes the database. Until the rename the old file is whole and
 // in use; a crash leaves it (and a partial copy the next start removes).
 // Every bucket, key, value and bucket sequence is kept byte for byte.
-func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, error) {
+func (db *DB) Compact(ctx context.Context, minFree int64, ratio float64, force bool) (CompactReport, error) {
 	var rep CompactReport
 	h := db.bolt
 	tmp := db.path + ".compact"
@@ -149,8 +150,11 @@ func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, 
 	// The copy, then catch-ups with calls running; the copy's pages go to
 	// disk meanwhile, so the last sync is of the last changes only.
 	h.gate.RLock()
-	err = copyAll(dst, h.b, 64<<20)
+	err = copyAll(ctx, dst, h.b, 64<<20)
 	for i := 0; err == nil && i < 2; i++ {
+		if err = ctx.Err(); err != nil {
+			break
+		}
 		if err = catchUp(dst, h.b); err == nil {
 			err = dst.Sync()
 		}
@@ -206,14 +210,14 @@ func (db *DB) Compact(minFree int64, ratio float64, force bool) (CompactReport, 
 // its read of src has ended, while that transaction's values still point
 // into src's mapped pages: with pikod writing, src may be remapped
 // meanwhile, and the commit reads freed memory.)
-func copyAll(dst, src *bolt.DB, txMax int) error {
+func copyAll(ctx context.Context, dst, src *bolt.DB, txMax int) error {
 	return src.View(func(stx *bolt.Tx) error {
 		dtx, err := dst.Begin(true)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = dtx.Rollback() }()
-		size := 0
+		size, keys := 0, 0
 		// path names the bucket being copied from the root, so that
 		// after a commit the copy goes on in the new transaction.
 		var copyBucket func(path [][]byte, s *bolt.Bucket) error
@@ -227,6 +231,9 @@ func copyAll(dst, src *bolt.DB, txMax int) error {
 		copyBucket = func(path [][]byte, s *bolt.Bucket) error {
 			c := s.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if keys++; keys%4096 == 0 && ctx.Err() != nil {
+					return ctx.Err() // pikod is stopping: the copy is dropped
+				}
 				if size += len(k) + len(v); size > txMax {
 					if err := dtx.Commit(); err != nil {
 						return err

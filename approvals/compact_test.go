@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func snapshot(t *testing.T, path string) map[string]string {
 func TestCompactFile(t *testing.T) {
 	in := newInstance(t)
 	addN(t, in, 800)
-	if _, err := in.l.PruneReceipts(0, 10, 0, in.clk.now(), 0, nil); err != nil {
+	if _, err := in.l.PruneReceipts(context.Background(), 0, 10, 0, in.clk.now(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	in.close()
@@ -101,10 +102,10 @@ func copySnapshot(t *testing.T, in *instance) map[string]string {
 func TestCompactOnline(t *testing.T) {
 	in := newInstance(t)
 	addN(t, in, 800)
-	if _, err := in.l.PruneReceipts(0, 10, 0, in.clk.now(), 0, nil); err != nil {
+	if _, err := in.l.PruneReceipts(context.Background(), 0, 10, 0, in.clk.now(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := in.db.Compact(1<<40, 0.5, false); err != nil || rep.Compacted {
+	if rep, err := in.db.Compact(context.Background(), 1<<40, 0.5, false); err != nil || rep.Compacted {
 		t.Fatalf("with too few free pages: %+v %v", rep, err)
 	}
 	var wg sync.WaitGroup
@@ -142,7 +143,7 @@ func TestCompactOnline(t *testing.T) {
 		}()
 	}
 	time.Sleep(20 * time.Millisecond) // the writers are at it
-	rep, err := in.db.Compact(0, 0, true)
+	rep, err := in.db.Compact(context.Background(), 0, 0, true)
 	close(stop)
 	wg.Wait()
 	if err != nil || !rep.Compacted || rep.After >= rep.Before {
@@ -166,7 +167,7 @@ func TestCompactOnline(t *testing.T) {
 
 	// Quiet: byte for byte.
 	before := copySnapshot(t, in)
-	if rep, err := in.db.Compact(0, 0, true); err != nil || !rep.Compacted {
+	if rep, err := in.db.Compact(context.Background(), 0, 0, true); err != nil || !rep.Compacted {
 		t.Fatalf("second compaction: %+v %v", rep, err)
 	}
 	after := copySnapshot(t, in)

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -147,7 +148,7 @@ type PruneReport struct {
 // source it names (from sources, when not nil: its text and its
 // metadata, so nothing of an unverifiable result stays) and an action
 // slimmed by PruneActions.
-func (l *Ledger) PruneReceipts(maxAge time.Duration, maxCount uint64, maxBytes int64, now time.Time, batch int, sources *SourceStore) (PruneReport, error) {
+func (l *Ledger) PruneReceipts(ctx context.Context, maxAge time.Duration, maxCount uint64, maxBytes int64, now time.Time, batch int, sources *SourceStore) (PruneReport, error) {
 	if batch <= 0 {
 		batch = PruneBatch
 	}
@@ -157,6 +158,9 @@ func (l *Ledger) PruneReceipts(maxAge time.Duration, maxCount uint64, maxBytes i
 	run := newID("prune_")
 	var rep PruneReport
 	for {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
 		n := 0
 		more := false
 		var after func()
@@ -451,7 +455,7 @@ func endedState(s string) bool {
 // file for good, so a pruned id can never be approved again. It works
 // oldest first in batches of batch actions (PruneBatch if 0), one short
 // transaction each.
-func (l *Ledger) PruneActions(maxAge time.Duration, now time.Time, batch int) (ActionPruneReport, error) {
+func (l *Ledger) PruneActions(ctx context.Context, maxAge time.Duration, now time.Time, batch int) (ActionPruneReport, error) {
 	var rep ActionPruneReport
 	if maxAge <= 0 {
 		return rep, nil
@@ -467,6 +471,9 @@ func (l *Ledger) PruneActions(maxAge time.Duration, now time.Time, batch int) (A
 	scanMax := batch * 16
 	var after []byte
 	for {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
 		var (
 			next             []byte
 			done             bool

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +87,7 @@ func TestPruneActionsAndSources(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := in.l.PruneActions(time.Hour, in.clk.now(), 2)
+	rep, err := in.l.PruneActions(context.Background(), time.Hour, in.clk.now(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestPruneActionsAndSources(t *testing.T) {
 
 	// Pruning receipts down to 3 takes the four oldest (the sources of
 	// the first four calls and their slimmed actions with them).
-	if _, err := in.l.PruneReceipts(0, 3, 0, in.clk.now(), 0, src); err != nil {
+	if _, err := in.l.PruneReceipts(context.Background(), 0, 3, 0, in.clk.now(), 0, src); err != nil {
 		t.Fatal(err)
 	}
 	for i, a := range done {
@@ -159,7 +160,7 @@ func TestPruneActionsAndSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := src.EvictOlder(30*time.Second, in.clk.now(), 1)
+	n, err := src.EvictOlder(context.Background(), 30*time.Second, in.clk.now(), 1)
 	if err != nil || n != 2 {
 		t.Fatalf("EvictOlder: %d %v, want the 2 old sources", n, err)
 	}
@@ -174,7 +175,7 @@ func TestPruneActionsAndSources(t *testing.T) {
 	}
 	// The cap applies too: lowered below the fresh source, it goes.
 	src.SetCap(1)
-	if n, err := src.EvictOlder(0, in.clk.now(), 0); err != nil || n != 1 {
+	if n, err := src.EvictOlder(context.Background(), 0, in.clk.now(), 0); err != nil || n != 1 {
 		t.Errorf("EvictOlder under a lowered cap: %d %v", n, err)
 	}
 	verifyOK(t, in)

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -59,7 +60,7 @@ func TestPruneReceipts(t *testing.T) {
 	}
 
 	// By count, in batches of 7: 50 → 20 takes 5 batches.
-	rep, err := in.l.PruneReceipts(0, 20, 0, in.clk.now(), 7, nil)
+	rep, err := in.l.PruneReceipts(context.Background(), 0, 20, 0, in.clk.now(), 7, nil)
 	if err != nil || rep.Pruned != 30 || rep.Kept != 20 || rep.Batches != 5 {
 		t.Fatalf("prune by count: %+v, %v", rep, err)
 	}
@@ -77,7 +78,7 @@ func TestPruneReceipts(t *testing.T) {
 	}
 
 	// By age: receipts are a minute apart; keep the last 10 minutes.
-	rep, err = in.l.PruneReceipts(10*time.Minute+time.Second, 0, 0, in.clk.now(), 0, nil)
+	rep, err = in.l.PruneReceipts(context.Background(), 10*time.Minute+time.Second, 0, 0, in.clk.now(), 0, nil)
 	if err != nil || rep.Kept != 10 {
 		t.Fatalf("prune by age: %+v, %v", rep, err)
 	}
@@ -88,14 +89,14 @@ func TestPruneReceipts(t *testing.T) {
 
 	// By bytes: every receipt is about the same size.
 	_, bytes, _, _ = in.l.ReceiptFootprint()
-	rep, err = in.l.PruneReceipts(0, 0, bytes/2, in.clk.now(), 0, nil)
+	rep, err = in.l.PruneReceipts(context.Background(), 0, 0, bytes/2, in.clk.now(), 0, nil)
 	if err != nil || rep.Kept != 5 || rep.KeptBytes > bytes/2 {
 		t.Fatalf("prune by bytes: %+v, %v (had %d bytes)", rep, err, bytes)
 	}
 	verifyOK(t, in)
 
 	// The head always stays.
-	if rep, err := in.l.PruneReceipts(0, 0, 1, in.clk.now(), 0, nil); err != nil || rep.Kept != 1 {
+	if rep, err := in.l.PruneReceipts(context.Background(), 0, 0, 1, in.clk.now(), 0, nil); err != nil || rep.Kept != 1 {
 		t.Fatalf("pruning everything: %+v, %v", rep, err)
 	}
 	v = verifyOK(t, in)
@@ -132,7 +133,7 @@ func TestPruneTamper(t *testing.T) {
 	setup := func(t *testing.T) (*instance, []Receipt) {
 		in := newInstance(t)
 		rs := addN(t, in, 12)
-		if _, err := in.l.PruneReceipts(0, 6, 0, in.clk.now(), 4, nil); err != nil {
+		if _, err := in.l.PruneReceipts(context.Background(), 0, 6, 0, in.clk.now(), 4, nil); err != nil {
 			t.Fatal(err)
 		}
 		verifyOK(t, in)
@@ -219,7 +220,7 @@ func TestPruneWhileCalling(t *testing.T) {
 		}()
 	}
 	// The 300 are a minute apart, ending now; the new ones are made now.
-	rep, err := in.l.PruneReceipts(100*time.Minute, 0, 0, in.clk.now(), 16, nil)
+	rep, err := in.l.PruneReceipts(context.Background(), 100*time.Minute, 0, 0, in.clk.now(), 16, nil)
 	wg.Wait()
 	if err != nil || rep.Pruned < 190 {
 		t.Fatalf("prune under load: %+v %v", rep, err)
@@ -260,7 +261,7 @@ func testMigrationReceiptCheckpoints(t *testing.T) {
 	if err != nil || count != 5 || bytes != want {
 		t.Fatalf("after the migration: %d receipts, %d bytes (want 5, %d): %v", count, bytes, want, err)
 	}
-	if _, err := in.l.PruneReceipts(0, 2, 0, in.clk.now(), 0, nil); err != nil {
+	if _, err := in.l.PruneReceipts(context.Background(), 0, 2, 0, in.clk.now(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	verifyOK(t, in)
@@ -272,7 +273,7 @@ func testMigrationReceiptCheckpoints(t *testing.T) {
 func TestExportReceipts(t *testing.T) {
 	in := newInstance(t)
 	addN(t, in, 20)
-	if _, err := in.l.PruneReceipts(0, 8, 0, in.clk.now(), 5, nil); err != nil {
+	if _, err := in.l.PruneReceipts(context.Background(), 0, 8, 0, in.clk.now(), 5, nil); err != nil {
 		t.Fatal(err)
 	}
 	var buf strings.Builder

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,12 +106,15 @@ func (s *SourceStore) dropTx(tx *bolt.Tx, ids []string) (after func(), _ error) 
 // batch (PruneBatch if 0), one short transaction each. Evicted sources
 // keep a tombstone until their receipt is pruned. It returns how many it
 // evicted.
-func (s *SourceStore) EvictOlder(maxAge time.Duration, now time.Time, batch int) (int, error) {
+func (s *SourceStore) EvictOlder(ctx context.Context, maxAge time.Duration, now time.Time, batch int) (int, error) {
 	if batch <= 0 {
 		batch = PruneBatch
 	}
 	evicted := 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return evicted, err
+		}
 		n := 0
 		var after func()
 		err := s.db.group.update(func(tx *bolt.Tx) error {

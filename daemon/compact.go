@@ -54,7 +54,7 @@ func compactResult(trigger string, at time.Time, rep approvals.CompactReport, er
 
 // compactNow compacts the open database (force: whatever its free pages)
 // unless the disk lacks room for the copy.
-func (d *daemon) compactNow(trigger string, force bool) (contracts.CompactResult, error) {
+func (d *daemon) compactNow(ctx context.Context, trigger string, force bool) (contracts.CompactResult, error) {
 	d.compacts.run.Lock()
 	defer d.compacts.run.Unlock()
 	start := time.Now()
@@ -71,7 +71,7 @@ func (d *daemon) compactNow(trigger string, force bool) (contracts.CompactResult
 		d.compacts.record(compactResult(trigger, start, approvals.CompactReport{Before: size, After: size, Free: free}, err))
 		return contracts.CompactResult{}, err
 	}
-	rep, err := d.db.Compact(0, 0, true)
+	rep, err := d.db.Compact(ctx, 0, 0, true)
 	res := compactResult(trigger, start, rep, err)
 	d.compacts.record(res)
 	if err != nil {
@@ -84,8 +84,8 @@ func (d *daemon) compactNow(trigger string, force bool) (contracts.CompactResult
 }
 
 // compact is extensions.mcp.compact.
-func (d *daemon) compact(_ context.Context, _ *rpc.Request, _ *contracts.CompactParams) (contracts.CompactResult, error) {
-	return d.compactNow("asked", true)
+func (d *daemon) compact(ctx context.Context, _ *rpc.Request, _ *contracts.CompactParams) (contracts.CompactResult, error) {
+	return d.compactNow(ctx, "asked", true)
 }
 
 // diskFree is the bytes free for pikod on the file system holding dir, or

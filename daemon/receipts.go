@@ -15,7 +15,7 @@ import (
 // receipts serves extensions.mcp.receipts: a list, one receipt, or a
 // verification of the whole chain. Queued read receipts are stored first,
 // so every call that has answered is in what it reads.
-func (d *daemon) receipts(_ context.Context, req *rpc.Request, p *contracts.ReceiptsParams) (any, error) {
+func (d *daemon) receipts(ctx context.Context, req *rpc.Request, p *contracts.ReceiptsParams) (any, error) {
 	filtered := p.Server != "" || p.Since != "" || p.Limit != 0
 	switch {
 	case p.Prune && (filtered || p.ID != "" || p.Verify):
@@ -27,7 +27,7 @@ func (d *daemon) receipts(_ context.Context, req *rpc.Request, p *contracts.Rece
 	case p.Export != "":
 		return d.exportReceipts(p.Export)
 	case p.Prune:
-		st, err := d.pruner.prune()
+		st, err := d.pruner.prune(ctx)
 		if err != nil {
 			return nil, err
 		}

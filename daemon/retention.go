@@ -46,7 +46,7 @@ func (d *daemon) startPruner(ctx context.Context, interval time.Duration) (wait 
 				return
 			case <-t.C:
 			}
-			if _, err := p.prune(); err != nil {
+			if _, err := p.prune(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error().Err(err).Msg("pruning receipts")
 			}
 			t.Reset(interval)
@@ -56,7 +56,7 @@ func (d *daemon) startPruner(ctx context.Context, interval time.Duration) (wait 
 }
 
 // prune applies the bounds of the settings in force now.
-func (p *pruner) prune() (contracts.PruneStatus, error) {
+func (p *pruner) prune(ctx context.Context) (contracts.PruneStatus, error) {
 	p.run.Lock()
 	defer p.run.Unlock()
 	p.d.mu.Lock()
@@ -65,15 +65,15 @@ func (p *pruner) prune() (contracts.PruneStatus, error) {
 	start := time.Now()
 	// Receipts first (their sources and slimmed actions go with them),
 	// then the ended actions' age bound, then the sources' bounds.
-	rep, err := p.d.ledger.PruneReceipts(r.ReceiptMaxAge, uint64(r.ReceiptMaxCount), r.ReceiptMaxBytes, start, 0, p.d.sources)
+	rep, err := p.d.ledger.PruneReceipts(ctx, r.ReceiptMaxAge, uint64(r.ReceiptMaxCount), r.ReceiptMaxBytes, start, 0, p.d.sources)
 	var acts approvals.ActionPruneReport
 	if err == nil {
-		acts, err = p.d.ledger.PruneActions(r.ActionMaxAge, start, 0)
+		acts, err = p.d.ledger.PruneActions(ctx, r.ActionMaxAge, start, 0)
 	}
 	evicted := 0
 	if err == nil {
 		p.d.sources.SetCap(r.SourceMaxBytes)
-		evicted, err = p.d.sources.EvictOlder(r.SourceMaxAge, start, 0)
+		evicted, err = p.d.sources.EvictOlder(ctx, r.SourceMaxAge, start, 0)
 	}
 	st := contracts.PruneStatus{At: start.UTC().Format(time.RFC3339), Pruned: rep.Pruned, Batches: rep.Batches + acts.Batches,
 		Kept: rep.Kept, KeptBytes: rep.KeptBytes, ActionsRemoved: acts.Removed, ActionsSlimmed: acts.Slimmed,
@@ -87,7 +87,7 @@ func (p *pruner) prune() (contracts.PruneStatus, error) {
 	if err == nil && rep.Pruned+uint64(acts.Removed)+uint64(evicted) > 0 {
 		// What pruning freed goes back to the file system once it is
 		// worth a copy (as at start).
-		_, _ = p.d.compactNow("prune", false)
+		_, _ = p.d.compactNow(ctx, "prune", false)
 	}
 	if rep.Pruned > 0 || acts.Removed+acts.Slimmed > 0 || evicted > 0 {
 		p.d.log.Info().Uint64("pruned", rep.Pruned).Int("batches", st.Batches).Uint64("kept", rep.Kept).
