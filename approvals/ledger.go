@@ -398,10 +398,10 @@ func getAction(tx *bolt.Tx, id string) (*actionRecord, error) {
 // of an older copy) says so.
 func (l *Ledger) notFound(id string) error {
 	if _, ok := l.tombs.state(id); ok {
-		return contracts.Errorf(contracts.ErrNotFound, "action_not_found",
+		return contracts.Errorf(contracts.ErrNotFound, contracts.ReasonActionNotFound,
 			"action %s was decided and is no longer in the ledger (retention removed it after retention.actions.maxAge, or the database was restored from an older copy); it cannot be approved again: make the call again to prepare a new action", id)
 	}
-	return contracts.Errorf(contracts.ErrNotFound, "action_not_found",
+	return contracts.Errorf(contracts.ErrNotFound, contracts.ReasonActionNotFound,
 		"no action %q (ended actions leave the ledger after retention.actions.maxAge): list actions with 'pikoctl mcp actions'", id)
 }
 
@@ -469,7 +469,7 @@ func checkCall(server, tool string, args []byte) error {
 	case !json.Valid(args):
 		return fmt.Errorf("recording a call to %s/%s: arguments are not valid JSON: %w", server, tool, contracts.ErrInvalidArgument)
 	case utf8.RuneCount(args) > contracts.MaxArgumentsChars:
-		return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_too_large",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsTooLarge,
 			"recording a call to %s/%s: arguments are %d characters of JSON, more than the %d an action can hold; send less",
 			server, tool, utf8.RuneCount(args), contracts.MaxArgumentsChars)
 	}
@@ -693,20 +693,20 @@ func refusal(rec *actionRecord) error {
 	switch rec.State {
 	case contracts.ActionExpired:
 		if rec.Reason == ReasonExpiredReboot {
-			return contracts.Errorf(contracts.ErrFailedPrecondition, "action_expired",
+			return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionExpired,
 				"action %s expired: it was prepared before the machine restarted; make the call again to prepare a new action", rec.ID)
 		}
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_expired",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionExpired,
 			"action %s expired at %s without a decision; make the call again to prepare a new action",
 			rec.ID, rec.ExpiresAt.Format(time.RFC3339))
 	case contracts.ActionRejected:
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_rejected",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionRejected,
 			"action %s was rejected; make the call again to prepare a new action", rec.ID)
 	case contracts.ActionStale:
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionStale,
 			"action %s is stale (%s); make the call again to prepare an action against the current server", rec.ID, rec.Reason)
 	}
-	return contracts.Errorf(contracts.ErrFailedPrecondition, "action_consumed",
+	return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionConsumed,
 		"action %s was already decided (it is %s); an approval is used once: make the call again to prepare a new action",
 		rec.ID, rec.State)
 }
@@ -830,7 +830,7 @@ func (l *Ledger) decide(verb, id string, apply func(rec *actionRecord) (state, r
 func (l *Ledger) Approve(id, digest string, current contracts.Fingerprints) (Action, error) {
 	return l.decide("approving", id, func(rec *actionRecord) (string, string, error) {
 		if digest != rec.Digest {
-			return "", "", contracts.Errorf(contracts.ErrPermissionDenied, "digest_mismatch",
+			return "", "", contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonDigestMismatch,
 				"digest %q is not the digest of action %s; review it again with 'pikoctl mcp review %s' and quote the digest shown",
 				digest, rec.ID, rec.ID)
 		}
@@ -849,7 +849,7 @@ func staleness(rec *actionRecord, current contracts.Fingerprints) (string, strin
 		return "", "", nil
 	}
 	reason := strings.Join(m, "; ") + " since it was prepared"
-	return contracts.ActionStale, reason, contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+	return contracts.ActionStale, reason, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionStale,
 		"action %s is stale: %s; make the call again to prepare an action against the current server", rec.ID, reason)
 }
 
@@ -877,7 +877,7 @@ func (l *Ledger) Revalidate(id string, current contracts.Fingerprints) (Action, 
 func (l *Ledger) Reject(id, digest string) (Action, error) {
 	return l.decide("rejecting", id, func(rec *actionRecord) (string, string, error) {
 		if digest != "" && digest != rec.Digest {
-			return "", "", contracts.Errorf(contracts.ErrPermissionDenied, "digest_mismatch",
+			return "", "", contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonDigestMismatch,
 				"digest %q is not the digest of action %s; review it again with 'pikoctl mcp review %s'", digest, rec.ID, rec.ID)
 		}
 		return contracts.ActionRejected, "rejected by the owner", nil
@@ -914,7 +914,7 @@ func (l *Ledger) transitionTx(tx *bolt.Tx, id string, from []string, state strin
 		ok = ok || rec.State == f
 	}
 	if !ok {
-		return Action{}, contracts.Errorf(contracts.ErrFailedPrecondition, "action_state",
+		return Action{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionState,
 			"action %s is %s, not %s", id, rec.State, strings.Join(from, " or "))
 	}
 	rec.State, rec.UpdatedAt = state, l.stamp()

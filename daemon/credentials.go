@@ -294,7 +294,7 @@ func (c *creds) rebuildLocked() {
 func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials, error) {
 	if c.v.Locked() {
 		return mcpclient.Credentials{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked, so the credentials of %q cannot be read", cfg.ID),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked, "the vault is locked, so the credentials of %q cannot be read", cfg.ID),
 			"unlock it with 'pikoctl vault unlock'")
 	}
 	rec, err := c.load(cfg.ID)
@@ -308,7 +308,7 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 	}
 	if rec.Identity != identity(cfg) {
 		return mcpclient.Credentials{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonCredentialsReenter,
 				"the stored credentials of %q were entered for a different command, arguments, working directory or URL; pikod will not send them to the new one", cfg.ID),
 			"enter them again with 'pikoctl mcp secret "+cfg.ID+"' (or '{}' to clear them)")
 	}
@@ -476,7 +476,7 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any, merge bo
 		}
 	}
 	if len(problems) > 0 {
-		return nil, contracts.WithReason(fmt.Errorf("invalid credentials: %w", problems), "invalid_credentials")
+		return nil, contracts.WithReason(fmt.Errorf("invalid credentials: %w", problems), contracts.ReasonInvalidCredentials)
 	}
 	return rec, nil
 }
@@ -499,13 +499,13 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.Secret
 		}
 	}
 	if p.Server == "" || p.Credentials == nil {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingServer,
 			`send {"server":ID,"credentials":{...}}; {} as credentials clears them`)
 	}
 	cfg, ok := d.serverSettings(p.Server)
 	if !ok {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
+			contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", p.Server),
 			"configure the server first, then enter its credentials")
 	}
 	rec, err := parseCredentials(&cfg, p.Credentials, p.Merge)
@@ -514,7 +514,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.Secret
 	}
 	if d.creds.v.Locked() {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked"),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked, "the vault is locked"),
 			"unlock it with 'pikoctl vault unlock'")
 	}
 	c := d.creds
@@ -530,7 +530,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.Secret
 			// Merging would carry values entered for another command, URL
 			// or directory over to this one.
 			return nil, contracts.WithHint(
-				contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
+				contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonCredentialsReenter,
 					"the stored credentials of %q were entered for a different command, arguments, working directory or URL: a merge cannot keep them", p.Server),
 				"send the whole set without --merge ('pikoctl mcp secret "+p.Server+"')")
 		}

@@ -17,16 +17,16 @@ import (
 // connected servers. It never connects a server.
 func (d *daemon) search(ctx context.Context, req *rpc.Request, p *contracts.SearchParams) (any, error) {
 	if strings.TrimSpace(p.Query) == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_query", `missing "query": give the words to search for`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingQuery, `missing "query": give the words to search for`)
 	}
 	if len(p.Query) > contracts.MaxSearchQuery {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "query_too_long", "the query is longer than %d bytes", contracts.MaxSearchQuery)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonQueryTooLong, "the query is longer than %d bytes", contracts.MaxSearchQuery)
 	}
 	switch {
 	case p.Limit == 0:
 		p.Limit = contracts.DefaultSearchLimit
 	case p.Limit < 1 || p.Limit > contracts.MaxSearchLimit:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_limit", "limit must be 1..%d", contracts.MaxSearchLimit)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidLimit, "limit must be 1..%d", contracts.MaxSearchLimit)
 	}
 	d.mu.Lock()
 	var ids []string
@@ -37,7 +37,7 @@ func (d *daemon) search(ctx context.Context, req *rpc.Request, p *contracts.Sear
 	}
 	d.mu.Unlock()
 	if p.Server != "" && len(ids) == 0 {
-		return nil, contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server)
+		return nil, contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", p.Server)
 	}
 	res := contracts.SearchResult{Query: p.Query, Results: []contracts.SearchHit{}, Searched: []string{}, NotSearched: []string{}}
 	var tools []contracts.CatalogTool

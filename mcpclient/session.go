@@ -189,7 +189,7 @@ func (s *session) connect(ctx context.Context) (*conn, error) {
 	}
 	if s.stopped {
 		s.mu.Unlock()
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "server_removed",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonServerRemoved,
 			"server %q was reconfigured or removed while connecting; try again", s.cfg.ID)
 	}
 	if !s.cfg.IsEnabled() {
@@ -229,7 +229,7 @@ func (s *session) finishSetup(call *setupCall, c *conn, err error) {
 	if canceled {
 		// A disconnect (or a new configuration) ended this setup: whatever
 		// it returned, that is the story; a newer setup owns the state.
-		err = contracts.Errorf(contracts.ErrCanceled, "connect_canceled", "connecting to %q was canceled by a disconnect", s.cfg.ID)
+		err = contracts.Errorf(contracts.ErrCanceled, contracts.ReasonConnectCanceled, "connecting to %q was canceled by a disconnect", s.cfg.ID)
 	}
 	if err == nil {
 		// A connection lost during discovery was not live yet, so lostConn
@@ -311,7 +311,7 @@ func (s *session) connectError(err error) error {
 			"('pikoctl mcp status " + id + "' shows the last error); then 'pikoctl mcp connect " + id + "'"
 	}
 	return contracts.WithHint(
-		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, s.sup.clean(saidOnce(err.Error()), 2000), contracts.ErrUnavailable), "connect_failed"),
+		contracts.WithReason(fmt.Errorf("connecting to %q: %s: %w", id, s.sup.clean(saidOnce(err.Error()), 2000), contracts.ErrUnavailable), contracts.ReasonConnectFailed),
 		hint)
 }
 
@@ -496,7 +496,7 @@ func needsToken(err error) bool {
 // errDisabled is the refusal to connect a server its settings disable.
 func (s *session) errDisabled() error {
 	return contracts.WithHint(
-		contracts.Errorf(contracts.ErrFailedPrecondition, "server_disabled", "server %q is disabled", s.cfg.ID),
+		contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonServerDisabled, "server %q is disabled", s.cfg.ID),
 		`set "enabled": true in its settings and configure again`)
 }
 
@@ -508,7 +508,7 @@ func (s *session) connectStaged(ctx context.Context, st *stagedGrant) (*conn, er
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "server_removed",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonServerRemoved,
 			"server %q was reconfigured or removed while signing in; sign in again", s.cfg.ID)
 	}
 	if !s.cfg.IsEnabled() {
@@ -1023,7 +1023,7 @@ func (c *conn) freshCatalog(ctx context.Context) (*Catalog, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.ctx.Done():
-		return nil, contracts.Errorf(contracts.ErrUnavailable, "connection_lost", "the connection to %q ended while its catalog was being re-discovered", c.s.cfg.ID)
+		return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonConnectionLost, "the connection to %q ended while its catalog was being re-discovered", c.s.cfg.ID)
 	}
 	return c.currentCatalog(), nil
 }

@@ -351,11 +351,24 @@ type reasonUse struct {
 	example  string
 }
 
-// errorsRef is the code table and every reason word the module produces.
+// errorsRef is the code table and every reason word: each constant of
+// contracts/reasons.go, with the classes and packages of the Errorf,
+// WithReason and ErrorData calls of the whole module that produce it. A
+// call site that gives a reason as a string literal is an error: the words
+// are frozen as constants.
 func errorsRef(root string) ([]byte, error) {
+	words, err := reasonConsts(filepath.Join(root, "contracts"))
+	if err != nil {
+		return nil, err
+	}
 	uses := map[string]*reasonUse{}
+	for _, w := range words {
+		use(uses, w)
+	}
+	var literals []string
+	refs := map[string]map[string]bool{} // word -> packages that name its constant
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -379,36 +392,92 @@ func errorsRef(root string) ([]byte, error) {
 		}
 		pkg := filepath.ToSlash(filepath.Dir(rel))
 		inContracts := pkg == "contracts"
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
+		// reason resolves a reason argument to its word; a literal is
+		// noted as a defect, anything computed is passed over.
+		reason := func(e ast.Expr) (string, bool) {
+			if lit, ok := stringLit(e); ok {
+				literals = append(literals, fmt.Sprintf("%s: reason %q is a string literal: use (or add) its constant in contracts/reasons.go", fset.Position(e.Pos()), lit))
+				return "", false
 			}
-			fn := calleeName(call.Fun, inContracts)
-			switch {
-			case fn == "Errorf" && len(call.Args) >= 3:
-				reason, ok := stringLit(call.Args[1])
+			w, ok := words[calleeName(e, inContracts)]
+			return w, ok
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if e, ok := n.(ast.Expr); ok {
+				if w, ok := words[calleeName(e, inContracts)]; ok && !(inContracts && filepath.Base(path) == "reasons.go") {
+					if refs[w] == nil {
+						refs[w] = map[string]bool{}
+					}
+					refs[w][pkg] = true
+				}
+			}
+			switch x := n.(type) {
+			case *ast.CallExpr:
+				fn := calleeName(x.Fun, inContracts)
+				switch {
+				case fn == "Errorf" && len(x.Args) >= 3:
+					r, ok := reason(x.Args[1])
+					if !ok {
+						return true
+					}
+					u := use(uses, r)
+					u.classes[className(x.Args[0])] = true
+					u.packages[pkg] = true
+					if msg, ok := stringLit(x.Args[2]); ok && u.example == "" {
+						u.example = msg
+					}
+				case fn == "WithReason" && len(x.Args) == 2:
+					r, ok := reason(x.Args[1])
+					if !ok {
+						return true
+					}
+					use(uses, r).packages[pkg] = true
+				}
+			case *ast.CompositeLit:
+				// &contracts.Error{Code: C, Data: &contracts.ErrorData{Reason: R}}
+				if calleeName(x.Type, inContracts) != "Error" {
+					return true
+				}
+				var code, data ast.Expr
+				for _, el := range x.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						switch k, _ := kv.Key.(*ast.Ident); {
+						case k == nil:
+						case k.Name == "Code":
+							code = kv.Value
+						case k.Name == "Data":
+							data = kv.Value
+						}
+					}
+				}
+				if u, ok := data.(*ast.UnaryExpr); ok {
+					data = u.X
+				}
+				dl, ok := data.(*ast.CompositeLit)
 				if !ok {
 					return true
 				}
-				u := use(uses, reason)
-				u.classes[className(call.Args[0])] = true
-				u.packages[pkg] = true
-				if msg, ok := stringLit(call.Args[2]); ok && u.example == "" {
-					u.example = msg
+				for _, el := range dl.Elts {
+					kv, ok := el.(*ast.KeyValueExpr)
+					if k, _ := kv.Key.(*ast.Ident); !ok || k == nil || k.Name != "Reason" {
+						continue
+					}
+					r, ok := reason(kv.Value)
+					if !ok {
+						continue
+					}
+					u := use(uses, r)
+					u.classes[codeName(code, inContracts)] = true
+					u.packages[pkg] = true
 				}
-			case fn == "WithReason" && len(call.Args) == 2:
-				reason, ok := stringLit(call.Args[1])
-				if !ok {
-					return true
-				}
-				u := use(uses, reason)
-				u.packages[pkg] = true
 			}
 			return true
 		})
 		return nil
 	})
+	if err == nil && len(literals) > 0 {
+		err = fmt.Errorf("%d reason words are string literals:\n%s", len(literals), strings.Join(literals, "\n"))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +491,7 @@ func errorsRef(root string) ([]byte, error) {
 		fmt.Fprintf(&b, "| %d | `%s` | %s |\n", c.Code, c.Reason, c.Class)
 	}
 	b.WriteString("\n## Reason words\n\n")
-	b.WriteString("Every reason word the daemon and pikoctl produce, with the code class it comes with (a word given to an error that already has a class shows *(wrapped)*), the packages that produce it, and one of its messages (with Go's `%` verbs where the values go).\n\n")
+	b.WriteString("Every reason word the daemon and pikoctl produce (the constants of `contracts/reasons.go`, frozen like the codes by `contracts/testdata/reasons.golden`), with the code class it comes with (a word given to an error that already has a class shows *(wrapped)*, one a function chooses at its call sites *(computed)*), the packages that produce it, and one of its messages (with Go's `%` verbs where the values go).\n\n")
 	b.WriteString("| Reason | Class | From | Example message |\n|---|---|---|---|\n")
 	names := make([]string, 0, len(uses))
 	for k := range uses {
@@ -432,7 +501,12 @@ func errorsRef(root string) ([]byte, error) {
 	for _, r := range names {
 		u := uses[r]
 		classes := keys(u.classes)
-		if len(classes) == 0 {
+		switch {
+		case len(classes) == 0 && len(u.packages) == 0:
+			// Chosen by a function at its sites: the packages that name it.
+			classes = []string{"*(computed)*"}
+			u.packages = refs[r]
+		case len(classes) == 0:
 			classes = []string{"*(wrapped)*"}
 		}
 		ex := u.example
@@ -462,7 +536,7 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// calleeName is the name of a contracts function a call makes
+// calleeName is the name of the contracts identifier an expression names
 // (contracts.X outside the package, X inside it), or "".
 func calleeName(fun ast.Expr, inContracts bool) string {
 	switch f := fun.(type) {
@@ -476,6 +550,56 @@ func calleeName(fun ast.Expr, inContracts bool) string {
 		}
 	}
 	return ""
+}
+
+// reasonConsts reads the reason words of contracts/reasons.go: constant
+// name to word.
+func reasonConsts(dir string) (map[string]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, "reasons.go"), nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	words := map[string]string{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					if w, ok := stringLit(vs.Values[i]); ok && strings.HasPrefix(n.Name, "Reason") {
+						words[n.Name] = w
+					}
+				}
+			}
+		}
+	}
+	return words, nil
+}
+
+// codeName is the code an Error literal's Code names, as className says
+// a class.
+func codeName(e ast.Expr, inContracts bool) string {
+	rpcCodes := map[string]int{
+		"CodeParseError":     contracts.CodeParseError,
+		"CodeInvalidRequest": contracts.CodeInvalidRequest,
+		"CodeMethodNotFound": contracts.CodeMethodNotFound,
+		"CodeInvalidParams":  contracts.CodeInvalidParams,
+		"CodeInternalError":  contracts.CodeInternalError,
+	}
+	if c, ok := rpcCodes[calleeName(e, inContracts)]; ok {
+		return fmt.Sprintf("%d (JSON-RPC)", c)
+	}
+	if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.INT {
+		for _, c := range contracts.ErrorCodes {
+			if strconv.Itoa(c.Code) == lit.Value {
+				return fmt.Sprintf("%d `%s`", c.Code, c.Reason)
+			}
+		}
+	}
+	return "(computed)"
 }
 
 // className is the error class an Errorf's first argument names.
