@@ -9,7 +9,8 @@
 // Files, by concern:
 //
 //	db.go, handle.go      the file: open (with its lock and timeout), check, migrate,
-//	                      close; the settings record; the handle that views and updates
+//	                      close, meta keys; the handle that views and updates
+//	settings.go           the saved settings of each extension, with their revision
 //	schema.go             the buckets and the ordered migrations (drawn below)
 //	group.go              the group committer: call writes share one commit and fsync
 //	action.go             an action: its record, states' advice and summary, its digest,

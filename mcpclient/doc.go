@@ -26,6 +26,7 @@
 //	                       requests; getstream.go, ssetap.go the HTTP streams
 //	httpguard.go, netaddr.go the guarded HTTP client (SSRF guard) and address classes
 //	catalog.go, changes.go catalogs, model-facing names, digests and list changes
+//	search.go              BM25 search over the catalogs' tools (extensions.mcp.search)
 //	pins.go                grants pinned to definition digests
 //	prepare.go, call.go    a call decided once (Prepare) and sent (PreparedCall.Send);
 //	                       args.go canonical arguments, schema.go their validation,

@@ -31,6 +31,12 @@
 // value, with the Redactor itself. The approval passphrase is never a
 // redaction value: it never goes to a server.
 //
+// Credentials are bound to the server they were entered for: Identity
+// (identity.go) is the digest of what decides what runs or where the
+// request goes (a stdio server's command, arguments, working directory and
+// env; a remote one's URL and OAuth account), and the daemon stores and
+// checks it with every credential record.
+//
 // Backends are never chosen by falling through: Open asks keyring for
 // exactly one backend and checks what it got. "auto" picks the Keychain on
 // macOS, the Secret Service when the session bus answers within
