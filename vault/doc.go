@@ -111,6 +111,20 @@
 // parameters (bounded, so a tampered item cannot exhaust memory) and
 // compares in constant time.
 //
+// Files, by concern:
+//
+//	vault.go                  Open, the backends' common store, status, lock
+//	file.go                   the file backend (JWE items, key file or passphrase)
+//	secretservice.go          the Secret Service backend and the bus probe
+//	keychain*.go              the macOS Keychain backend
+//	migrate.go                moving every item to another backend
+//	owner_*.go                ownership checks of the vault's files
+//	secret.go                 Secret, which redacts itself
+//	redact.go, scope.go,      redaction: the Redactor, the views of a request,
+//	window.go                 windows of text
+//	approval.go               the owner approval passphrase (argon2id hash)
+//	identity.go               what credentials are bound to
+//
 // vault may import contracts, 99designs/keyring, godbus/dbus (keyring's own
 // D-Bus library, for the probe), a.pikod.internal/busenv, zerolog, the
 // standard library, x/sys, x/term and x/crypto (argon2); never daemon, rpc,
