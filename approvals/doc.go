@@ -6,6 +6,31 @@
 // It may import contracts, go.etcd.io/bbolt and zerolog; never daemon,
 // rpc, mcpclient or vault.
 //
+// Files, by concern:
+//
+//	db.go, handle.go      the file: open (with its lock and timeout), check, migrate,
+//	                      close, meta keys; the handle that views and updates
+//	settings.go           the saved settings of each extension, with their revision
+//	schema.go             the buckets and the ordered migrations (drawn below)
+//	group.go              the group committer: call writes share one commit and fsync
+//	action.go             an action: its record, states' advice and summary, its digest,
+//	                      the ids, the TTL and the reasons recovery gives
+//	ledger.go             the ledger: open and recover, prepare, begin, get, list, close
+//	decisions.go          decisions on an action: approve, reject, revalidate, the
+//	                      refusals, and the transitions to dispatched and the end states
+//	tombstones.go         the tombstone file of decided ids beside the database
+//	held.go, settle.go    outcomes held when the database is full; settling them
+//	bootclock*.go         the boot clock that the TTL is also measured on
+//	receipts.go           receipts and their hash chain; retention.go their pruning
+//	                      and checkpoints
+//	sources.go            retained results (files with metadata); sources_retention.go
+//	                      their cap and eviction
+//	preview*.go, review.go the bounded previews of results, resources, prompts and
+//	                      skills, and an action's review
+//	pins.go, skillpins.go pinned tool definitions and skills
+//	tasks.go              tasks; processes.go the process records
+//	compact.go            compaction of the file
+//
 // Layout of pikod.db (bucket names end in /):
 //
 //	pikod.db

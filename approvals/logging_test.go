@@ -1,10 +1,9 @@
 package approvals
 
 import (
-	"bytes"
 	"encoding/json"
+	"github.com/pikod/pikod/tests/testsupport"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/pikod/pikod/contracts"
@@ -12,24 +11,13 @@ import (
 )
 
 // logBuffer collects a ledger's JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ testsupport.Buffer }
 
 // lines returns the decoded log lines whose message contains msg.
 func (b *logBuffer) lines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for line := range strings.SplitSeq(b.buf.String(), "\n") {
+	for line := range strings.SplitSeq(b.String(), "\n") {
 		if line == "" {
 			continue
 		}
@@ -83,12 +71,12 @@ func TestRecoveryIsLogged(t *testing.T) {
 		t.Errorf("recovery summary = %v; want 2 actions, 1 uncertain, 1 failed", summary)
 	}
 	// The arguments the owner reviewed are never logged.
-	if strings.Contains(logs.buf.String(), "<a&b>") || strings.Contains(logs.buf.String(), `\u003ca\u0026b\u003e`) {
-		t.Errorf("the log shows an action's arguments:\n%s", logs.buf.String())
+	if strings.Contains(logs.String(), "<a&b>") || strings.Contains(logs.String(), `\u003ca\u0026b\u003e`) {
+		t.Errorf("the log shows an action's arguments:\n%s", logs.String())
 	}
 
 	// A clean restart settles nothing and says nothing about it.
-	logs.buf.Reset()
+	logs.Reset()
 	in.restart()
 	if got := logs.lines(t, "recover"); len(got) != 0 {
 		t.Errorf("a clean restart logged %v", got)
@@ -115,7 +103,7 @@ func TestReceiptWriteFailureIsLogged(t *testing.T) {
 	}
 	failed := logs.lines(t, "storing read receipts failed")
 	if len(failed) == 0 {
-		t.Fatalf("no log line for the failed receipt write; log:\n%s", logs.buf.String())
+		t.Fatalf("no log line for the failed receipt write; log:\n%s", logs.String())
 	}
 	m := failed[0]
 	ids, _ := m["receipt_ids"].([]any)

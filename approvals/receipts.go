@@ -259,7 +259,7 @@ func (l *Ledger) Receipt(id string) (Receipt, error) {
 			return r, nil
 		}
 		return Receipt{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "receipt_not_found", "no receipt %q", id),
+			contracts.Errorf(contracts.ErrNotFound, contracts.ReasonReceiptNotFound, "no receipt %q", id),
 			"list receipts with 'pikoctl mcp receipts'")
 	}
 	return r, nil
@@ -267,7 +267,7 @@ func (l *Ledger) Receipt(id string) (Receipt, error) {
 
 func unreadableReceipt(id string, err error) error {
 	return contracts.WithHint(
-		contracts.Errorf(contracts.ErrFailedPrecondition, "receipt_unreadable",
+		contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonReceiptUnreadable,
 			"stored receipt %s is not a receipt (%v): the database was damaged or edited", id, err),
 		"check the whole chain with 'pikoctl mcp receipts --verify'")
 }

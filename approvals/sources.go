@@ -505,7 +505,7 @@ func (s *SourceStore) record(id string) (sourceRecord, error) {
 		}
 	}
 	if !found {
-		return sourceRecord{}, contracts.Errorf(contracts.ErrNotFound, "unknown_source",
+		return sourceRecord{}, contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownSource,
 			"no retained source %q: use the originalResultSourceId of a call result (a source goes when retention prunes its receipt)", clip(id, 80))
 	}
 	return rec, nil
@@ -519,7 +519,7 @@ func (s *SourceStore) record(id string) (sourceRecord, error) {
 // ErrNotFound with reason source_evicted; an unknown one, unknown_source.
 func (s *SourceStore) Read(id string, offset, length int64) (contracts.SourceReadResult, error) {
 	if offset < 0 || length < 0 {
-		return contracts.SourceReadResult{}, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return contracts.SourceReadResult{}, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"offset and length must not be negative (offset %d, length %d)", offset, length)
 	}
 	switch {
@@ -596,7 +596,7 @@ func (s *SourceStore) inlineData(rec sourceRecord) ([]byte, error) {
 }
 
 func damaged(id, why string) error {
-	return contracts.Errorf(contracts.ErrInternal, "source_damaged", "retained source %s is damaged: %s", id, why)
+	return contracts.Errorf(contracts.ErrInternal, contracts.ReasonSourceDamaged, "retained source %s is damaged: %s", id, why)
 }
 
 // skipRunes advances over n characters of b from byte i, decoding as
@@ -678,7 +678,7 @@ func (s *SourceStore) Text(id string, max int64) ([]byte, error) {
 	case rec.Evicted:
 		return nil, s.evicted(rec)
 	case rec.Bytes > max:
-		return nil, contracts.Errorf(contracts.ErrResourceExhausted, "source_too_large",
+		return nil, contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonSourceTooLarge,
 			"source %s holds %d bytes, more than the %d read at once: read it in windows with source.read", id, rec.Bytes, max)
 	case rec.Inline:
 		return s.inlineData(rec)
@@ -695,7 +695,7 @@ func (s *SourceStore) Text(id string, max int64) ([]byte, error) {
 
 // evicted is the error for reading an evicted source.
 func (s *SourceStore) evicted(rec sourceRecord) error {
-	return contracts.Errorf(contracts.ErrNotFound, "source_evicted",
+	return contracts.Errorf(contracts.ErrNotFound, contracts.ReasonSourceEvicted,
 		"source %s was evicted at %s to keep retained sources within their bounds (retention.sources: at most %d bytes); its result is no longer available",
 		rec.ID, rec.EvictedAt.Format(time.RFC3339), s.Cap())
 }

@@ -4,6 +4,19 @@
 // instance naming and path rules, and the mcp settings schema with its
 // validation.
 //
+// Files, by concern:
+//
+//	methods.go, params.go     the method table (names, flags) and the common params checks
+//	actions.go … trust.go     one file per area of the API, named for it (calls.go,
+//	                          actions.go, catalog.go, requests.go, tasks.go, ...): its
+//	                          params and result types and their constants
+//	errors.go, reasons.go     the error classes and append-only codes; the data.reason
+//	                          words, frozen by testdata/reasons.golden
+//	settings*.go              the mcp settings schema, parsing and validation
+//	paths.go                  instance names, the socket and state paths
+//	text.go                   the terminal sanitiser (SafeText); idna.go host names
+//	internal/refgen           generates docs/reference from this package
+//
 // contracts is a leaf. It may import only the standard library: every other
 // package of the module, pikoctl and third-party tools depend on it, so it
 // must stay small, stable and free of dependencies (deps_test.go enforces it).

@@ -201,7 +201,7 @@ func ToError(err error) *Error {
 			return out
 		}
 	}
-	return &Error{Code: 1014, Message: "internal error: " + err.Error(), Data: &ErrorData{Reason: "internal", NotSent: IsNotSent(err)}}
+	return &Error{Code: 1014, Message: "internal error: " + err.Error(), Data: &ErrorData{Reason: ReasonInternal, NotSent: IsNotSent(err)}}
 }
 
 // MarkNotSent says of err that the request it ends provably never left

@@ -25,14 +25,24 @@ func errorCodeRow(c ErrorCode) string {
 // TestErrorCodesGolden freezes the error-code table: a published row may
 // never change or disappear, and a new row must be frozen with -update.
 func TestErrorCodesGolden(t *testing.T) {
-	current := make(map[string]bool, len(ErrorCodes))
 	var rows []string
 	for _, c := range ErrorCodes {
-		r := errorCodeRow(c)
-		current[r] = true
-		rows = append(rows, r)
+		rows = append(rows, errorCodeRow(c))
 	}
-	data, err := os.ReadFile(errorCodesGolden)
+	checkFrozen(t, errorCodesGolden, "# code\treason\tclass (append-only: see ErrorCodes)", "error code row", "the table is append-only", rows)
+}
+
+// checkFrozen compares rows with the golden file at path: a row in the
+// file that rows lack fails (what, then why, name it), as does a row not
+// in the file; -update rewrites the file (header, then rows) only when no
+// frozen row is missing.
+func checkFrozen(t *testing.T, path, header, what, why string, rows []string) {
+	t.Helper()
+	current := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		current[r] = true
+	}
+	data, err := os.ReadFile(path)
 	if err != nil && !(*update && os.IsNotExist(err)) {
 		t.Fatalf("reading golden: %v (run go test -update ./contracts/ to create it)", err)
 	}
@@ -43,25 +53,25 @@ func TestErrorCodesGolden(t *testing.T) {
 		}
 		frozen[line] = true
 		if !current[line] {
-			t.Errorf("error code row %q changed or was removed: the table is append-only, restore it", line)
+			t.Errorf("%s %q changed or was removed: %s, restore it", what, line, why)
 		}
 	}
 	if *update {
 		if t.Failed() {
 			t.Fatal("not rewriting the golden file: restore the rows above first")
 		}
-		out := "# code\treason\tclass (append-only: see ErrorCodes)\n" + strings.Join(rows, "\n") + "\n"
-		if err := os.MkdirAll(filepath.Dir(errorCodesGolden), 0o755); err != nil {
+		out := header + "\n" + strings.Join(rows, "\n") + "\n"
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(errorCodesGolden, []byte(out), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	for _, r := range rows {
 		if !frozen[r] {
-			t.Errorf("error code row %q is not frozen: run go test -update ./contracts/", r)
+			t.Errorf("%s %q is not frozen: run go test -update ./contracts/", what, r)
 		}
 	}
 }

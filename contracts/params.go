@@ -19,7 +19,7 @@ type OwnerParams interface {
 // RequireServer refuses an empty server id: the one missing_server error.
 func RequireServer(id string) error {
 	if id == "" {
-		return Errorf(ErrInvalidArgument, "missing_server", `missing "server": name a configured server id`)
+		return Errorf(ErrInvalidArgument, ReasonMissingServer, `missing "server": name a configured server id`)
 	}
 	return nil
 }
@@ -27,7 +27,7 @@ func RequireServer(id string) error {
 // RequireAction refuses an empty action id.
 func RequireAction(id string) error {
 	if id == "" {
-		return Errorf(ErrInvalidArgument, "missing_action", `missing "actionId"`)
+		return Errorf(ErrInvalidArgument, ReasonMissingAction, `missing "actionId"`)
 	}
 	return nil
 }
@@ -35,7 +35,7 @@ func RequireAction(id string) error {
 // RequireRequest refuses an empty server request id.
 func RequireRequest(id string) error {
 	if id == "" {
-		return Errorf(ErrInvalidArgument, "missing_request", `missing "requestId"`)
+		return Errorf(ErrInvalidArgument, ReasonMissingRequest, `missing "requestId"`)
 	}
 	return nil
 }
@@ -77,7 +77,7 @@ func (p ActionParams) CheckParams() error { return RequireAction(p.ActionID) }
 // owner reviewed.
 func (p ApproveParams) CheckParams() error {
 	if p.ActionID == "" || p.Digest == "" {
-		return Errorf(ErrInvalidArgument, "missing_action",
+		return Errorf(ErrInvalidArgument, ReasonMissingAction,
 			`missing "actionId" or "digest": quote the digest shown by actions.review`)
 	}
 	return nil
@@ -95,10 +95,10 @@ func (p ProposeParams) CheckParams() error { return RequireRequest(p.RequestID) 
 // CheckParams implements ParamsChecker.
 func (p SourceReadParams) CheckParams() error {
 	if p.SourceID == "" {
-		return Errorf(ErrInvalidArgument, "missing_source", `missing "sourceId"`)
+		return Errorf(ErrInvalidArgument, ReasonMissingSource, `missing "sourceId"`)
 	}
 	if p.Offset < 0 || p.Length < 0 {
-		return Errorf(ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
+		return Errorf(ErrInvalidArgument, ReasonInvalidWindow, `"offset" and "length" must not be negative`)
 	}
 	return nil
 }

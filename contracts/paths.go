@@ -24,7 +24,7 @@ var instanceRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 // letter followed by up to 31 of a-z, 0-9 and '-'.
 func ValidInstance(name string) error {
 	if !instanceRE.MatchString(name) {
-		return Errorf(ErrInvalidArgument, "invalid_instance",
+		return Errorf(ErrInvalidArgument, ReasonInvalidInstance,
 			"invalid instance name %q: use a lowercase letter followed by up to 31 lowercase letters, digits or hyphens", name)
 	}
 	return nil

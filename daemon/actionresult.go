@@ -22,11 +22,11 @@ func (d *daemon) actionsResult(ctx context.Context, _ *rpc.Request, p *contracts
 	res := contracts.CallResult{Server: a.Server, Tool: a.Tool, ActionID: a.ID, Digest: a.Digest}
 	switch a.State {
 	case contracts.ActionPrepared, contracts.ActionApproved, contracts.ActionDispatched:
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "action_pending",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionPending,
 			"action %s is %s: it has no result yet", a.ID, a.State), a.Advice())
 	case contracts.ActionRejected, contracts.ActionExpired, contracts.ActionStale:
 		res.Status, res.NotSent = a.State, true
-		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrFailedPrecondition, "action_"+a.State, "%s", endMessage(a)))
+		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrFailedPrecondition, endReason(a.State), "%s", endMessage(a)))
 		return res, nil
 	}
 	res.ReceiptKind = a.Kind
@@ -40,12 +40,12 @@ func (d *daemon) actionsResult(ctx context.Context, _ *rpc.Request, p *contracts
 		}
 		status = rec.Status
 		if rec.Error != "" {
-			res.Error = contracts.ToError(contracts.Errorf(contracts.ErrUpstream, "call_"+rec.Status, "%s", rec.Error))
+			res.Error = contracts.ToError(contracts.Errorf(contracts.ErrUpstream, callReason(rec.Status), "%s", rec.Error))
 		}
 	}
 	res.Status = callStatus(status)
 	if res.Status != contracts.CallCompleted && res.Error == nil {
-		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrUpstream, "call_"+res.Status, "%s", endMessage(a)))
+		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrUpstream, callReason(res.Status), "%s", endMessage(a)))
 	}
 	if a.SourceID == "" {
 		return res, nil
@@ -54,7 +54,7 @@ func (d *daemon) actionsResult(ctx context.Context, _ *rpc.Request, p *contracts
 	text, err := d.sources.Text(a.SourceID, contracts.MaxActionResultBytes)
 	var we *contracts.Error
 	switch {
-	case errors.As(err, &we) && we.Reason() == "source_too_large":
+	case errors.As(err, &we) && we.Reason() == contracts.ReasonSourceTooLarge:
 		res.Truncated = true
 		res.Content = approvals.NoticeContent(fmt.Sprintf("the result is larger than %d bytes: read it whole with source.read %s", contracts.MaxActionResultBytes, a.SourceID))
 		return res, nil
@@ -78,6 +78,30 @@ func callStatus(state string) string {
 		return contracts.CallUncertain
 	}
 	return contracts.CallFailed
+}
+
+// endReason is the data.reason of an action that ended without a call
+// (rejected, expired or stale).
+func endReason(state string) string {
+	switch state {
+	case contracts.ActionRejected:
+		return contracts.ReasonActionRejected
+	case contracts.ActionExpired:
+		return contracts.ReasonActionExpired
+	}
+	return contracts.ReasonActionStale
+}
+
+// callReason is the data.reason of an ended call's error, by its status
+// (a receipt's is completed, failed or uncertain).
+func callReason(status string) string {
+	switch status {
+	case contracts.CallCompleted:
+		return contracts.ReasonCallCompleted
+	case contracts.CallUncertain:
+		return contracts.ReasonCallUncertain
+	}
+	return contracts.ReasonCallFailed
 }
 
 // endMessage says how an action ended and what that means.

@@ -27,7 +27,7 @@ import (
 // artifactDirectory and never through a symlink or ".." that leaves it.
 func (d *daemon) artifact(_ context.Context, req *rpc.Request, p *contracts.ArtifactParams) (any, error) {
 	if p.Offset < 0 || p.Length < 0 {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_window", `"offset" and "length" must not be negative`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidWindow, `"offset" and "length" must not be negative`)
 	}
 	length := p.Length
 	switch {
@@ -105,7 +105,7 @@ func (d *daemon) importOpened(server, receiptID string, f *os.File, abs, label s
 		return contracts.ImportResult{}, fmt.Errorf("reading artifact %q: %w", abs, err)
 	}
 	if len(data) > contracts.MaxArtifactImport {
-		return contracts.ImportResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "artifact_too_large",
+		return contracts.ImportResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArtifactTooLarge,
 			"artifact %q is larger than %d bytes: it cannot be imported", abs, contracts.MaxArtifactImport),
 			"read it in windows with extensions.mcp.artifact instead")
 	}
@@ -140,7 +140,7 @@ func (d *daemon) openArtifact(server, receiptID, path string) (*os.File, string,
 	}
 	dir := cfg.ArtifactDirectory
 	if dir == "" {
-		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "no_artifact_directory",
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNoArtifactDirectory,
 			"server %q has no artifactDirectory: its files cannot be read", server),
 			`set "artifactDirectory" in the server's settings to the private directory it writes its output to`)
 	}
@@ -148,17 +148,17 @@ func (d *daemon) openArtifact(server, receiptID, path string) (*os.File, string,
 		return nil, "", err
 	}
 	if receiptID == "" || path == "" {
-		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_artifact",
+		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingArtifact,
 			`name the file with "path" and the completed call that reported it with "receiptId"`)
 	}
 	if u, err := url.Parse(path); err == nil && u.Scheme == "file" {
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "invalid_path", "artifact URI %q names another host", path)
+			return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidPath, "artifact URI %q names another host", path)
 		}
 		path = u.Path
 	}
 	if strings.ContainsRune(path, 0) {
-		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "invalid_path", "the artifact path contains a NUL character")
+		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidPath, "the artifact path contains a NUL character")
 	}
 	abs := path
 	if !filepath.IsAbs(abs) {
@@ -167,7 +167,7 @@ func (d *daemon) openArtifact(server, receiptID, path string) (*os.File, string,
 	abs = filepath.Clean(abs)
 	rel, err := filepath.Rel(dir, abs)
 	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "outside_artifact_directory",
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonOutsideArtifactDirectory,
 			"%q is not inside the artifactDirectory %q of server %q", path, dir, server),
 			"only files inside the server's artifactDirectory can be read")
 	}
@@ -191,17 +191,17 @@ func openInDir(server, dir, rel, path, abs string) (*os.File, error) {
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "escapes"):
-		return nil, contracts.Errorf(contracts.ErrPermissionDenied, "artifact_escapes",
+		return nil, contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonArtifactEscapes,
 			"%q leaves the artifactDirectory %q of server %q through a symlink: refused", path, dir, server)
 	case errors.Is(err, os.ErrNotExist):
-		return nil, contracts.Errorf(contracts.ErrNotFound, "artifact_missing", "artifact %q does not exist (any more)", abs)
+		return nil, contracts.Errorf(contracts.ErrNotFound, contracts.ReasonArtifactMissing, "artifact %q does not exist (any more)", abs)
 	case err != nil:
 		return nil, fmt.Errorf("opening artifact %q: %w", abs, err)
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "not_a_file", "artifact %q is not a regular file", abs)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonNotAFile, "artifact %q is not a regular file", abs)
 	}
 	return f, nil
 }
@@ -216,15 +216,15 @@ func checkArtifactDir(dir string) error {
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonUnsafeArtifactDirectory,
 			"artifactDirectory %q is a symlink", dir), "set the directory it points to instead")
 	case !fi.IsDir():
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory", "artifactDirectory %q is not a directory", dir)
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonUnsafeArtifactDirectory, "artifactDirectory %q is not a directory", dir)
 	case st == nil || int(st.Uid) != os.Getuid():
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonUnsafeArtifactDirectory,
 			"artifactDirectory %q is not owned by you", dir), "use a directory of your own")
 	case fi.Mode().Perm()&0o022 != 0:
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "unsafe_artifact_directory",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonUnsafeArtifactDirectory,
 			"artifactDirectory %q is writable by group or others (mode %04o)", dir, fi.Mode().Perm()),
 			"chmod go-w it: files others can plant there cannot be trusted")
 	}
@@ -243,10 +243,10 @@ func (d *daemon) checkReported(server, receiptID, abs string) error {
 		return err
 	}
 	if r.Server != server {
-		return contracts.Errorf(contracts.ErrPermissionDenied, "receipt_of_another_server", "receipt %s is of server %q, not %q", receiptID, r.Server, server)
+		return contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonReceiptOfAnotherServer, "receipt %s is of server %q, not %q", receiptID, r.Server, server)
 	}
 	if r.Status != contracts.CallCompleted || r.SourceID == "" {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "receipt_not_completed",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonReceiptNotCompleted,
 			"receipt %s is %s without a retained result: only a completed call reports artifacts", receiptID, r.Status)
 	}
 	text, err := d.wholeSource(r)
@@ -254,7 +254,7 @@ func (d *daemon) checkReported(server, receiptID, abs string) error {
 		return err
 	}
 	if !namesFile(text, abs) {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "artifact_not_reported",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonArtifactNotReported,
 			"the result of receipt %s does not name %q", receiptID, abs),
 			"read only files the call reported; 'pikoctl mcp receipts --id RECEIPT' shows its result")
 	}
@@ -274,7 +274,7 @@ func (d *daemon) wholeSource(r approvals.Receipt) ([]byte, error) {
 			return out, nil
 		}
 		if len(out) > maxReportScan {
-			return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "result_too_large",
+			return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonResultTooLarge,
 				"the result of receipt %s is larger than %d bytes; artifacts are looked up only in smaller results", r.ID, maxReportScan)
 		}
 	}

@@ -128,7 +128,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	if ex.call != nil {
 		out, err = ex.call.Send(ctx, mcpclient.SendOptions{Progress: progress, Redact: view.Text})
 	}
-	if err != nil && ex.bound && ex.actionID != "" && contracts.ToError(err).Reason() == "definition_changed" {
+	if err != nil && ex.bound && ex.actionID != "" && contracts.ToError(err).Reason() == contracts.ReasonDefinitionChanged {
 		return d.staleAtDispatch(ex, err)
 	}
 	state, reason := contracts.ActionCompleted, ""
@@ -275,9 +275,9 @@ func unsent(err error, what string) error {
 	}
 	switch {
 	case errors.Is(err, context.Canceled) && !errors.Is(err, contracts.ErrCanceled):
-		err = contracts.Errorf(contracts.ErrCanceled, "canceled", "%s was canceled before it was sent; nothing was sent", what)
+		err = contracts.Errorf(contracts.ErrCanceled, contracts.ReasonCanceled, "%s was canceled before it was sent; nothing was sent", what)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, contracts.ErrDeadlineExceeded):
-		err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded", "%s ran out of time before it was sent; nothing was sent", what)
+		err = contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonDeadlineExceeded, "%s ran out of time before it was sent; nothing was sent", what)
 	}
 	return contracts.MarkNotSent(err)
 }
@@ -433,7 +433,7 @@ func (d *daemon) actionsApprove(ctx context.Context, req *rpc.Request, p *contra
 		return contracts.CallResult{Status: contracts.ActionRejected, Server: a.Server, Tool: a.Tool, ActionID: a.ID, Digest: a.Digest}, nil
 	case contracts.DecisionApprove:
 	default:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_decision", `"decision" must be "approve" or "reject"`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidDecision, `"decision" must be "approve" or "reject"`)
 	}
 	// The caller is the owner at a terminal (and gave the passphrase when
 	// one is set): rpc.Server checked that before this handler ran.
@@ -485,7 +485,7 @@ func (d *daemon) staleAtDispatch(ex execution, cause error) (contracts.CallResul
 		d.log.Error().Err(err).Str("action", ex.actionID).Msg("recording a stale action")
 	}
 	d.log.Warn().Str("action", ex.actionID).Str("server", ex.server).Str("tool", ex.tool).Msg("approved call not sent: the tool's definition changed")
-	return contracts.CallResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "action_stale",
+	return contracts.CallResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionStale,
 		"action %s is stale: %s (%s)", ex.actionID, reasonStaleAtDispatch, cause.Error()),
 		"see the new definition with 'pikoctl mcp catalog "+ex.server+"', then make the call again")
 }

@@ -44,7 +44,7 @@ func (d *daemon) captures(server, receiptID string, text []byte) []contracts.Cap
 		c := contracts.Capture{Path: abs}
 		f, err := openInDir(server, dir, rel, abs, abs)
 		if err != nil {
-			if contracts.ToError(err).Reason() == "artifact_missing" {
+			if contracts.ToError(err).Reason() == contracts.ReasonArtifactMissing {
 				// Text that merely looks like a path of the directory.
 				continue
 			}

@@ -64,7 +64,7 @@ func (d *daemon) compactNow(ctx context.Context, trigger string, force bool) (co
 	}
 	// The copy needs about the live part of the file, with room to spare.
 	if avail := diskFree(d.cfg.StateDir); avail >= 0 && avail < (size-free)+(size-free)/4+(1<<20) {
-		err := contracts.WithHint(contracts.Errorf(contracts.ErrResourceExhausted, "storage_full",
+		err := contracts.WithHint(contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonStorageFull,
 			"compacting pikod.db needs about %d bytes free for its copy, and the disk holding %s has %d: the database is unchanged",
 			(size-free)+(size-free)/4, d.cfg.StateDir, avail),
 			"free space on that disk, then run 'pikoctl mcp compact' again")

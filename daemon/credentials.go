@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,50 +161,6 @@ func (r *credRecord) empty() bool {
 		r.OAuthAssertion == ""
 }
 
-// identity is what credentials are bound to: the exact command, arguments,
-// working directory and settings env of a stdio server, the exact URL of a
-// remote one, and the OAuth account (client and issuer). Credentials entered for one
-// identity are never sent to another.
-func identity(s *contracts.ServerSettings) string {
-	h := sha256.New()
-	part := func(v string) { fmt.Fprintf(h, "%d:%s;", len(v), v) }
-	part(s.Transport)
-	switch s.Transport {
-	case contracts.TransportStdio:
-		part(s.Command)
-		for _, a := range s.Args {
-			part(a)
-		}
-		part("cwd")
-		part(s.Cwd)
-		// The settings' env decides what actually runs too (PATH finds a
-		// bare command; LD_PRELOAD, NODE_OPTIONS and the like load code).
-		part("env")
-		names := make([]string, 0, len(s.Env))
-		for k := range s.Env {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			part(k)
-			part(s.Env[k])
-		}
-	default:
-		part(s.URL)
-		if s.TLSPin != "" {
-			// A new pin is a new peer: the token paired with one bridge
-			// is not sent to another at the same address.
-			part("tlsPin")
-			part(strings.ToLower(s.TLSPin))
-		}
-		if s.OAuth != nil {
-			part(s.OAuth.ClientID)
-			part(s.OAuth.Issuer)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 func vaultName(server string) string { return "server/" + server }
 
 // creds is the daemon's view of the vault: records by server, loaded
@@ -300,7 +254,7 @@ func (c *creds) rebuildLocked() {
 func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials, error) {
 	if c.v.Locked() {
 		return mcpclient.Credentials{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked, so the credentials of %q cannot be read", cfg.ID),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked, "the vault is locked, so the credentials of %q cannot be read", cfg.ID),
 			"unlock it with 'pikoctl vault unlock'")
 	}
 	rec, err := c.load(cfg.ID)
@@ -312,9 +266,9 @@ func (c *creds) forServer(cfg *contracts.ServerSettings) (mcpclient.Credentials,
 	if rec.empty() {
 		return mcpclient.Credentials{}, nil
 	}
-	if rec.Identity != identity(cfg) {
+	if rec.Identity != vault.Identity(cfg) {
 		return mcpclient.Credentials{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonCredentialsReenter,
 				"the stored credentials of %q were entered for a different command, arguments, working directory or URL; pikod will not send them to the new one", cfg.ID),
 			"enter them again with 'pikoctl mcp secret "+cfg.ID+"' (or '{}' to clear them)")
 	}
@@ -336,7 +290,7 @@ func (c *creds) state(cfg *contracts.ServerSettings) (string, uint64, []string) 
 		return "none", 0, nil
 	case rec.empty():
 		return "none", rec.Generation, nil
-	case rec.Identity != identity(cfg):
+	case rec.Identity != vault.Identity(cfg):
 		return "reenter", rec.Generation, rec.fields()
 	}
 	return "stored", rec.Generation, rec.fields()
@@ -482,7 +436,7 @@ func parseCredentials(cfg *contracts.ServerSettings, in map[string]any, merge bo
 		}
 	}
 	if len(problems) > 0 {
-		return nil, contracts.WithReason(fmt.Errorf("invalid credentials: %w", problems), "invalid_credentials")
+		return nil, contracts.WithReason(fmt.Errorf("invalid credentials: %w", problems), contracts.ReasonInvalidCredentials)
 	}
 	return rec, nil
 }
@@ -505,13 +459,13 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.Secret
 		}
 	}
 	if p.Server == "" || p.Credentials == nil {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_server",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingServer,
 			`send {"server":ID,"credentials":{...}}; {} as credentials clears them`)
 	}
 	cfg, ok := d.serverSettings(p.Server)
 	if !ok {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
+			contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", p.Server),
 			"configure the server first, then enter its credentials")
 	}
 	rec, err := parseCredentials(&cfg, p.Credentials, p.Merge)
@@ -520,7 +474,7 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.Secret
 	}
 	if d.creds.v.Locked() {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked"),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked, "the vault is locked"),
 			"unlock it with 'pikoctl vault unlock'")
 	}
 	c := d.creds
@@ -530,13 +484,13 @@ func (d *daemon) secret(_ context.Context, req *rpc.Request, p *contracts.Secret
 	if err != nil {
 		return nil, err
 	}
-	rec.Identity = identity(&cfg)
+	rec.Identity = vault.Identity(&cfg)
 	if p.Merge && old != nil {
 		if old.Identity != rec.Identity && !old.empty() {
 			// Merging would carry values entered for another command, URL
 			// or directory over to this one.
 			return nil, contracts.WithHint(
-				contracts.Errorf(contracts.ErrFailedPrecondition, "credentials_reenter",
+				contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonCredentialsReenter,
 					"the stored credentials of %q were entered for a different command, arguments, working directory or URL: a merge cannot keep them", p.Server),
 				"send the whole set without --merge ('pikoctl mcp secret "+p.Server+"')")
 		}

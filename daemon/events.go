@@ -115,7 +115,7 @@ func (e *events) watch(conn *rpc.Conn, kinds, servers []string, queue int) (cont
 	defer e.mu.Unlock()
 	w := e.watcherOf(conn, queue)
 	if w == nil {
-		return contracts.WatchResult{}, contracts.Errorf(contracts.ErrUnavailable, "shutting_down", "pikod is shutting down")
+		return contracts.WatchResult{}, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonShuttingDown, "pikod is shutting down")
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -132,7 +132,7 @@ func (e *events) follow(conn *rpc.Conn, server string) error {
 	defer e.mu.Unlock()
 	w := e.watcherOf(conn, contracts.DefaultWatchQueue)
 	if w == nil {
-		return contracts.Errorf(contracts.ErrUnavailable, "shutting_down", "pikod is shutting down")
+		return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonShuttingDown, "pikod is shutting down")
 	}
 	w.mu.Lock()
 	w.follow[server] = true

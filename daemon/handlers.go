@@ -89,7 +89,7 @@ func requestContext(ctx context.Context, req *rpc.Request) context.Context {
 func notImplemented(method string) rpc.HandlerFunc {
 	return func(context.Context, *rpc.Request) (any, error) {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotImplemented, "not_implemented", "%s is not implemented yet", method),
+			contracts.Errorf(contracts.ErrNotImplemented, contracts.ReasonNotImplemented, "%s is not implemented yet", method),
 			"this pikod build does not serve it; docs/reference/api.md lists the methods served")
 	}
 }
@@ -118,7 +118,7 @@ func (d *daemon) hello(_ context.Context, req *rpc.Request, p *contracts.HelloPa
 func checkExtension(ext string) error {
 	if ext != contracts.ExtensionMCP {
 		return contracts.WithHint(
-			contracts.Errorf(contracts.ErrInvalidArgument, "unknown_extension", "unknown extension %q", ext),
+			contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnknownExtension, "unknown extension %q", ext),
 			`the only extension is "mcp"`)
 	}
 	return nil
@@ -146,12 +146,12 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request, p *contracts.Con
 		return nil, err
 	}
 	if len(p.Settings) == 0 {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_settings",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidSettings,
 			`missing "settings": send {"extension":"mcp","settings":{"servers":[...]}}`)
 	}
 	next, err := contracts.ParseMCPSettings(p.Settings)
 	if err != nil {
-		return nil, contracts.WithReason(fmt.Errorf("invalid settings: %w", err), "invalid_settings")
+		return nil, contracts.WithReason(fmt.Errorf("invalid settings: %w", err), contracts.ReasonInvalidSettings)
 	}
 
 	// cfgMu serialises configures; mu is held only to read and swap the
@@ -167,7 +167,7 @@ func (d *daemon) configure(_ context.Context, req *rpc.Request, p *contracts.Con
 	}()
 	if p.ExpectRevision != 0 && p.ExpectRevision != d.revision {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "revision_moved",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonRevisionMoved,
 				"settings are at revision %d, not %d", d.revision, p.ExpectRevision),
 			"read them again with 'pikoctl mcp config' and re-apply your change")
 	}

@@ -25,7 +25,7 @@ func (g grantStore) Load(server string) (*mcpclient.OAuthRecord, error) {
 	c := g.c
 	if c.v.Locked() {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked", "the vault is locked, so the OAuth grant of %q cannot be read", server),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked, "the vault is locked, so the OAuth grant of %q cannot be read", server),
 			"unlock it with 'pikoctl vault unlock'")
 	}
 	b, err := c.v.Get(oauthName(server))
@@ -38,7 +38,7 @@ func (g grantStore) Load(server string) (*mcpclient.OAuthRecord, error) {
 	}
 	var rec mcpclient.OAuthRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_unreadable",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultUnreadable,
 			"the vault holds an unreadable OAuth grant for %q", server),
 			"'pikoctl mcp logout "+server+"' removes it; then sign in again")
 	}

@@ -170,7 +170,7 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 		}
 		log.Warn().Msg("terminal-only call refused: no approval passphrase given")
 		return contracts.WithHint(
-			contracts.Errorf(contracts.ErrPermissionDenied, "passphrase_required",
+			contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonPassphraseRequired,
 				"%s needs the owner approval passphrase", req.Method),
 			`pikoctl asks for it at the terminal; over the API, put it in the "passphrase" member of the params`)
 	}
@@ -179,7 +179,7 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 	case errors.Is(err, contracts.ErrNotFound):
 		log.Error().Msg("terminal-only call refused: an approval passphrase is set but its hash is missing from the vault")
 		return contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "passphrase_missing",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonPassphraseMissing,
 				"an approval passphrase is set but its hash is no longer in the vault, so %s cannot be checked: refused", req.Method),
 			"set a new one with 'pikoctl approvals passphrase set' (and check which vault backend pikod uses)")
 	case err != nil:
@@ -198,13 +198,13 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 		ev.Msg("wrong approval passphrase")
 		if next.locked(now) {
 			return contracts.WithHint(
-				contracts.Errorf(contracts.ErrPermissionDenied, "passphrase_wrong",
+				contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonPassphraseWrong,
 					"wrong approval passphrase; after %d wrong ones in a row, terminal-only methods are locked until %s",
 					contracts.PassphraseMaxFailures, next.LockedUntil.Format(time.RFC3339)),
 				"wait, then try again; each further lock lasts twice as long")
 		}
 		return contracts.WithHint(
-			contracts.Errorf(contracts.ErrPermissionDenied, "passphrase_wrong",
+			contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonPassphraseWrong,
 				"wrong approval passphrase (%d of %d before terminal-only methods lock)", next.Failures, contracts.PassphraseMaxFailures),
 			"type the owner approval passphrase set with 'pikoctl approvals passphrase set'")
 	}
@@ -218,7 +218,7 @@ func (g *ownerGate) Check(ctx context.Context, req *rpc.Request) error {
 
 func lockedError(st gateState) error {
 	return contracts.WithHint(
-		contracts.Errorf(contracts.ErrPermissionDenied, "approvals_locked",
+		contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonApprovalsLocked,
 			"terminal-only methods are locked until %s after %d wrong approval passphrases",
 			st.LockedUntil.UTC().Format(time.RFC3339), contracts.PassphraseMaxFailures),
 		"wait until then; 'pikoctl mcp status' shows the lock")
@@ -235,10 +235,10 @@ func (g *ownerGate) passphrase(ctx context.Context, req *rpc.Request, p *contrac
 		}
 	case contracts.PassphraseOpClear:
 		if p.NewPassphrase != "" {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument", `"clear" takes no "newPassphrase"`)
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument, `"clear" takes no "newPassphrase"`)
 		}
 	default:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument", `"op" must be "set", "change" or "clear"`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument, `"op" must be "set", "change" or "clear"`)
 	}
 	g.busy.Lock()
 	defer g.busy.Unlock()
@@ -253,7 +253,7 @@ func (g *ownerGate) passphrase(ctx context.Context, req *rpc.Request, p *contrac
 			}
 			if has {
 				return nil, contracts.WithHint(
-					contracts.Errorf(contracts.ErrFailedPrecondition, "passphrase_already_set", "an approval passphrase is already set"),
+					contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonPassphraseAlreadySet, "an approval passphrase is already set"),
 					"change it with 'pikoctl approvals passphrase change'")
 			}
 		}
@@ -300,6 +300,6 @@ func (g *ownerGate) passphrase(ctx context.Context, req *rpc.Request, p *contrac
 
 func notSet() error {
 	return contracts.WithHint(
-		contracts.Errorf(contracts.ErrFailedPrecondition, "passphrase_not_set", "no approval passphrase is set"),
+		contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonPassphraseNotSet, "no approval passphrase is set"),
 		"set one with 'pikoctl approvals passphrase set'")
 }

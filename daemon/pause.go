@@ -93,7 +93,7 @@ func (d *daemon) pause(_ context.Context, req *rpc.Request, p *contracts.PausePa
 		return nil, unknownServer(p.Server)
 	}
 	if len(p.Reason) > contracts.MaxPauseReason || !utf8.ValidString(p.Reason) || strings.ContainsFunc(p.Reason, isControl) {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_reason",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidReason,
 			"the pause reason must be at most %d bytes of UTF-8 text on one line, without control characters", contracts.MaxPauseReason)
 	}
 	info := contracts.PauseInfo{Since: time.Now().UTC().Format(time.RFC3339), Reason: d.red.Text(p.Reason)}
@@ -145,7 +145,7 @@ func (d *daemon) markPaused(servers []contracts.ServerStatus) {
 }
 
 func unknownServer(id string) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", id),
+	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", id),
 		"'pikoctl mcp status' lists the configured servers")
 }
 

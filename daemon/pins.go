@@ -200,11 +200,11 @@ func (d *daemon) savePins(prev, next *contracts.MCPSettings, live map[string][]c
 func (d *daemon) trust(ctx context.Context, req *rpc.Request, p *contracts.TrustParams) (any, error) {
 	cfg, ok := d.serverSettings(p.Server)
 	if !ok {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server),
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", p.Server),
 			"list the configured servers with 'pikoctl mcp status'")
 	}
 	if p.Tool != "" && !grantedTools(&cfg)[p.Tool] {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "not_granted",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNotGranted,
 			"tool %q of server %q is not in readOnlyTools or autonomousTools: no grant is pinned to its definition", p.Tool, p.Server),
 			"calls of tools without a grant are prepared actions whatever their definition")
 	}
@@ -222,7 +222,7 @@ func (d *daemon) trust(ctx context.Context, req *rpc.Request, p *contracts.Trust
 	case contracts.TrustAccept:
 		return d.trustAccept(ctx, req, *p)
 	}
-	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "diff" or "accept"`)
+	return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp, `"op" must be "diff" or "accept"`)
 }
 
 // toolChanges pairs the pinned and current definitions: of every granted
@@ -254,7 +254,7 @@ func (d *daemon) toolChanges(server, tool string, tools []contracts.CatalogTool)
 		out = append(out, c)
 	}
 	if tool != "" && !found {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_tool",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTool,
 			"server %q offers no tool %q now", server, tool),
 			"list its tools with 'pikoctl mcp catalog "+server+"'")
 	}
@@ -268,7 +268,7 @@ func (d *daemon) trustAccept(ctx context.Context, req *rpc.Request, p contracts.
 		return nil, err
 	}
 	if !connected {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "not_connected",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNotConnected,
 			"server %q is not connected, so its current definitions are unknown; nothing was accepted", p.Server),
 			"run 'pikoctl mcp diff "+p.Server+"' (it connects), then trust again")
 	}
@@ -282,13 +282,13 @@ func (d *daemon) trustAccept(ctx context.Context, req *rpc.Request, p contracts.
 		if p.Tool != "" {
 			what = fmt.Sprintf("the definition of tool %q of server %q is the pinned one", p.Tool, p.Server)
 		}
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "nothing_changed", "%s; nothing to accept", what)
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNothingChanged, "%s; nothing to accept", what)
 	}
 	accepting := map[string]bool{}
 	for _, c := range changes {
 		accepting[c.Tool] = true
 		if got, ok := p.Digests[c.Tool]; !ok || got != c.CurrentDigest {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "definition_moved",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonDefinitionMoved,
 				"the current definition of tool %q of server %q (digest %s) is not one you reviewed; nothing was accepted",
 				c.Tool, p.Server, c.CurrentDigest),
 				"show the definitions again with 'pikoctl mcp diff "+p.Server+" "+c.Tool+"' and accept what it shows")
@@ -296,7 +296,7 @@ func (d *daemon) trustAccept(ctx context.Context, req *rpc.Request, p contracts.
 	}
 	for tool := range p.Digests {
 		if !accepting[tool] {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "nothing_changed",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonNothingChanged,
 				"tool %q of server %q has no changed definition to accept; nothing was accepted", tool, p.Server)
 		}
 	}

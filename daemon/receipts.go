@@ -19,10 +19,10 @@ func (d *daemon) receipts(ctx context.Context, req *rpc.Request, p *contracts.Re
 	filtered := p.Server != "" || p.Since != "" || p.Limit != 0
 	switch {
 	case p.Prune && (filtered || p.ID != "" || p.Verify):
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidReceiptsQuery,
 			`"prune" applies the retention bounds and takes no other member`)
 	case p.Export != "" && (filtered || p.ID != "" || p.Verify || p.Prune):
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidReceiptsQuery,
 			`"export" writes every receipt and takes no other member`)
 	case p.Export != "":
 		return d.exportReceipts(p.Export)
@@ -33,10 +33,10 @@ func (d *daemon) receipts(ctx context.Context, req *rpc.Request, p *contracts.Re
 		}
 		return contracts.ReceiptsResult{Pruned: &st}, nil
 	case p.Verify && (filtered || p.ID != ""):
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidReceiptsQuery,
 			`"verify" checks the whole chain and takes no "server", "since", "limit" or "id"`)
 	case p.ID != "" && filtered:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_receipts_query",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidReceiptsQuery,
 			`"id" names one receipt and takes no "server", "since" or "limit"`)
 	}
 	if err := d.ledger.FlushReceipts(); err != nil {
@@ -68,13 +68,13 @@ func (d *daemon) receipts(ctx context.Context, req *rpc.Request, p *contracts.Re
 	}
 	q := approvals.ReceiptQuery{Server: p.Server, Limit: p.Limit}
 	if p.Limit < 0 || p.Limit > contracts.MaxReceiptsLimit {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_limit",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidLimit,
 			`"limit" must be between 1 and %d (0 or absent: %d)`, contracts.MaxReceiptsLimit, contracts.DefaultReceiptsLimit)
 	}
 	if p.Since != "" {
 		t, err := time.Parse(time.RFC3339Nano, p.Since)
 		if err != nil {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_since",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidSince,
 				`"since" must be an RFC 3339 time such as 2026-03-01T12:00:00Z (got %q)`, p.Since)
 		}
 		q.Since = t
@@ -95,11 +95,11 @@ func (d *daemon) receipts(ctx context.Context, req *rpc.Request, p *contracts.Re
 // whole export. Pruning waits meanwhile.
 func (d *daemon) exportReceipts(path string) (any, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_export_path",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidExportPath,
 			"the export path %q must be a clean absolute path", path)
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrAlreadyExists, "export_exists",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrAlreadyExists, contracts.ReasonExportExists,
 			"%s already exists; nothing was written", path), "choose a new file name: an export never overwrites one")
 	}
 	d.pruner.run.Lock()
@@ -107,7 +107,7 @@ func (d *daemon) exportReceipts(path string) (any, error) {
 	tmp := path + ".partial"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "export_failed", "creating %s: %v", tmp, err)
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonExportFailed, "creating %s: %v", tmp, err)
 	}
 	defer os.Remove(tmp)
 	w := bufio.NewWriterSize(f, 1<<20)
@@ -129,7 +129,7 @@ func (d *daemon) exportReceipts(path string) (any, error) {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "export_failed", "writing the receipts to %s: %v; nothing was kept", path, err)
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonExportFailed, "writing the receipts to %s: %v; nothing was kept", path, err)
 	}
 	d.log.Info().Str("path", path).Uint64("receipts", hdr.Count).Int64("bytes", st.Size()).Msg("receipts exported")
 	return contracts.ReceiptsResult{Exported: &contracts.ReceiptExportResult{Path: path, Receipts: hdr.Count, Bytes: st.Size(), Head: hdr.Head}}, nil

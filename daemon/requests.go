@@ -241,7 +241,7 @@ func (q *requestQueue) lookup(id string) (*pendingRequest, contracts.ServerReque
 }
 
 func unknownRequest(id string) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_request", "no server request %q", clipText(id, 60)),
+	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownRequest, "no server request %q", clipText(id, 60)),
 		"'pikoctl mcp requests' lists the requests waiting for you")
 }
 
@@ -295,7 +295,7 @@ func (d *daemon) requestsRead(_ context.Context, req *rpc.Request, p *contracts.
 // sent: the owner decides at the terminal.
 func (d *daemon) requestsPropose(_ context.Context, req *rpc.Request, p *contracts.ProposeParams) (any, error) {
 	if p.Text == "" || utf8.RuneCountInString(p.Text) > maxAnswerText || !utf8.ValidString(p.Text) {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_proposal", `"text" must be 1 to %d characters of UTF-8`, maxAnswerText)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidProposal, `"text" must be 1 to %d characters of UTF-8`, maxAnswerText)
 	}
 	q := &d.requests
 	q.mu.Lock()
@@ -309,7 +309,7 @@ func (d *daemon) requestsPropose(_ context.Context, req *rpc.Request, p *contrac
 	}
 	if r.info.Kind != contracts.RequestKindSampling {
 		q.mu.Unlock()
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "not_sampling", "request %s is an elicitation: only the owner answers it; proposals are for sampling requests", r.info.ID)
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNotSampling, "request %s is an elicitation: only the owner answers it; proposals are for sampling requests", r.info.ID)
 	}
 	r.info.Proposal, r.info.ProposalDigest = p.Text, contracts.ProposalDigest(p.Text)
 	info := r.info
@@ -324,7 +324,7 @@ func notPending(info contracts.ServerRequestInfo) error {
 	if info.Reason != "" {
 		msg += " (" + info.Reason + ")"
 	}
-	return contracts.Errorf(contracts.ErrFailedPrecondition, "request_decided", "%s", msg)
+	return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonRequestDecided, "%s", msg)
 }
 
 // requestsRespond serves extensions.mcp.requests.respond. It is
@@ -365,7 +365,7 @@ func (d *daemon) requestsRespond(_ context.Context, req *rpc.Request, p *contrac
 			return nil, err
 		}
 	default:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_action", `"action" must be "accept", "decline" or "cancel"`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidAction, `"action" must be "accept", "decline" or "cancel"`)
 	}
 	if !d.requests.finish(r, state, "") {
 		_, now, _ := d.requests.lookup(p.RequestID)
@@ -414,7 +414,7 @@ func (d *daemon) refusePassphrase(info contracts.ServerRequestInfo, p contracts.
 		return nil
 	}
 	d.log.Warn().Str("request", info.ID).Str("server", info.Server).Msg("answer refused: it holds the owner approval passphrase")
-	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "answer_is_passphrase",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonAnswerIsPassphrase,
 		"%s is your approval passphrase: pikod never sends it to a server; nothing was sent", where),
 		"the server asked for it, or it was typed into the wrong prompt: pikod asks its passphrase only after the server's fields, under \"pikod asks\"; answer again with 'pikoctl mcp respond "+info.ID+"' or decline it")
 }
@@ -449,7 +449,7 @@ func (d *daemon) acceptAnswer(r *pendingRequest, info contracts.ServerRequestInf
 		content := map[string]json.RawMessage{}
 		if len(bytes.TrimSpace(p.Content)) > 0 {
 			if err := json.Unmarshal(p.Content, &content); err != nil || content == nil {
-				return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_content", `"content" must be a JSON object of the requested fields`)
+				return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidContent, `"content" must be a JSON object of the requested fields`)
 			}
 		}
 		var schema struct {
@@ -469,11 +469,11 @@ func (d *daemon) acceptAnswer(r *pendingRequest, info contracts.ServerRequestInf
 		}
 		problem, err := d.sup.Schemas().Check(r.schema, b)
 		if err != nil {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "schema_invalid",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSchemaInvalid,
 				"the requested schema cannot be checked (%v); nothing was sent", err), "decline or cancel the request")
 		}
 		if problem != "" {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "answer_invalid",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonAnswerInvalid,
 				"the answer does not match the requested schema: %s; nothing was sent", problem),
 				"answer again with 'pikoctl mcp respond "+info.ID+"'")
 		}
@@ -482,28 +482,28 @@ func (d *daemon) acceptAnswer(r *pendingRequest, info contracts.ServerRequestInf
 		text := p.Text
 		if p.UseProposal {
 			if text != "" {
-				return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_answer", `give "text" or "useProposal", not both`)
+				return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidAnswer, `give "text" or "useProposal", not both`)
 			}
 			if info.Proposal == "" {
-				return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "no_proposal", "request %s has no proposed answer", info.ID)
+				return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNoProposal, "request %s has no proposed answer", info.ID)
 			}
 			// The owner sends the proposal they read, or nothing: a local
 			// tool may replace it at any time (requests.propose). info is
 			// the copy checked here, so the text sent is the one quoted.
 			if p.ProposalDigest == "" {
-				return nil, contracts.Errorf(contracts.ErrInvalidArgument, "proposal_digest_required",
+				return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonProposalDigestRequired,
 					`"useProposal" needs "proposalDigest": the proposalDigest of the proposal you were shown`)
 			}
 			if p.ProposalDigest != info.ProposalDigest {
 				d.log.Warn().Str("request", info.ID).Str("server", info.Server).Msg("answer refused: the proposal changed after the owner read it")
-				return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "proposal_changed",
+				return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonProposalChanged,
 					"the proposed answer of request %s changed after you read it: nothing was sent", info.ID),
 					"read it again and answer with 'pikoctl mcp respond "+info.ID+"'")
 			}
 			text = info.Proposal
 		}
 		if text == "" || utf8.RuneCountInString(text) > maxAnswerText || !utf8.ValidString(text) {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_answer", "a sampling answer is 1 to %d characters of UTF-8 text", maxAnswerText)
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidAnswer, "a sampling answer is 1 to %d characters of UTF-8 text", maxAnswerText)
 		}
 		return json.Marshal(map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": text},
 			"model": "pikod-owner", "stopReason": "endTurn"})

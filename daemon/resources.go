@@ -22,7 +22,7 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request, p *contracts.Re
 	switch p.Op {
 	case contracts.ResourceOpList, contracts.ResourceOpTemplates:
 		if p.URI != "" {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "unexpected_uri", `op %q takes no "uri": read a resource with op "read"`, p.Op)
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnexpectedURI, `op %q takes no "uri": read a resource with op "read"`, p.Op)
 		}
 		l, err := d.sup.Resources(ctx, p.Server)
 		if err != nil {
@@ -45,7 +45,7 @@ func (d *daemon) resource(ctx context.Context, req *rpc.Request, p *contracts.Re
 	case contracts.ResourceOpUnsubscribe:
 		return d.sup.Unsubscribe(ctx, p.Server, p.URI)
 	}
-	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op",
+	return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp,
 		`"op" must be "list", "templates", "read", "subscribe" or "unsubscribe", not %q`, clipText(p.Op, 40))
 }
 
@@ -76,7 +76,7 @@ func (d *daemon) readResource(ctx context.Context, req *rpc.Request, p contracts
 	d.log.Debug().Str("server", p.Server).Str("source", meta.ID).Str("receipt", rec.ID).Bool("truncated", truncated).Msg("resource read")
 	if perr != nil {
 		return nil, contracts.WithHint(contracts.WithReason(fmt.Errorf("the server's answer to resources/read is not a resource read result (%v): %w",
-			perr, contracts.ErrUpstream), "invalid_result"), "its answer is retained: read it with source.read at "+meta.ID)
+			perr, contracts.ErrUpstream), contracts.ReasonInvalidResult), "its answer is retained: read it with source.read at "+meta.ID)
 	}
 	return contracts.ResourceReadResult{Server: p.Server, Op: p.Op, URI: p.URI, Contents: contents, Truncated: truncated,
 		OriginalResultSourceID: meta.ID, ReceiptID: rec.ID, ReceiptKind: rec.Kind}, nil
@@ -90,7 +90,7 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request, p *contracts.Prom
 	switch p.Op {
 	case contracts.PromptOpList:
 		if p.Name != "" || len(p.Arguments) > 0 {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "unexpected_name",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnexpectedName,
 				`op "list" takes no "name" or "arguments": get a prompt with op "get"`)
 		}
 		l, err := d.sup.Prompts(ctx, p.Server)
@@ -104,7 +104,7 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request, p *contracts.Prom
 		}
 		return d.getPrompt(ctx, req, *p, req.Caller())
 	}
-	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))
+	return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp, `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))
 }
 
 // getPrompt gets one prompt: the original result is retained, the caller
@@ -132,7 +132,7 @@ func (d *daemon) getPrompt(ctx context.Context, req *rpc.Request, p contracts.Pr
 	d.log.Debug().Str("server", p.Server).Str("source", meta.ID).Str("receipt", rec.ID).Bool("truncated", truncated).Msg("prompt get")
 	if perr != nil {
 		return nil, contracts.WithHint(contracts.WithReason(fmt.Errorf("the server's answer to prompts/get is not a prompt result (%v): %w",
-			perr, contracts.ErrUpstream), "invalid_result"), "its answer is retained: read it with source.read at "+meta.ID)
+			perr, contracts.ErrUpstream), contracts.ReasonInvalidResult), "its answer is retained: read it with source.read at "+meta.ID)
 	}
 	return contracts.PromptGetResult{Server: p.Server, Op: p.Op, Name: p.Name, Description: desc, Messages: messages,
 		Evidence: contracts.PromptEvidence, Truncated: truncated, OriginalResultSourceID: meta.ID,

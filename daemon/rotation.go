@@ -53,7 +53,7 @@ func (d *daemon) checkRotated(server string) error {
 	if !d.reconnectRequired(server) {
 		return nil
 	}
-	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "reconnect_required",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonReconnectRequired,
 		"the credentials of %q changed since it connected; nothing was sent with the old ones", server),
 		"reconnect it to use the new credentials: 'pikoctl mcp reconnect "+server+"'")
 }

@@ -44,12 +44,12 @@ func (d *daemon) skills(ctx context.Context, req *rpc.Request, p *contracts.Skil
 		p.Op = contracts.SkillOpList
 	}
 	if p.File != "" && p.Op != contracts.SkillOpRead {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "unexpected_file", `op %q takes no "file": read a skill's file with op "read"`, clipText(p.Op, 40))
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnexpectedFile, `op %q takes no "file": read a skill's file with op "read"`, clipText(p.Op, 40))
 	}
 	switch p.Op {
 	case contracts.SkillOpList:
 		if p.Skill != "" {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "unexpected_skill", `op "list" takes no "skill": load one with op "load"`)
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnexpectedSkill, `op "list" takes no "skill": load one with op "load"`)
 		}
 		l, err := d.sup.Skills(ctx, p.Server)
 		if err != nil {
@@ -78,7 +78,7 @@ func (d *daemon) skills(ctx context.Context, req *rpc.Request, p *contracts.Skil
 		}
 		return d.skillEvidence(req, *p, out)
 	}
-	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `"op" must be "list", "get", "load" or "read", not %q`, clipText(p.Op, 40))
+	return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp, `"op" must be "list", "get", "load" or "read", not %q`, clipText(p.Op, 40))
 }
 
 // skillEvidence retains a verified skill file's read (the original result,

@@ -24,7 +24,7 @@ func (d *daemon) storageFull(err error, what string) error {
 	}
 	d.fullAt.Store(time.Now().UnixNano())
 	d.log.Error().Str("state_dir", d.cfg.StateDir).Str("free", free).Msg("storage full: " + what)
-	return contracts.WithHint(contracts.Errorf(contracts.ErrResourceExhausted, "storage_full",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonStorageFull,
 		"the disk holding pikod's state (%s) is full (%s free): pikod could not record it, so %s", d.cfg.StateDir, free, what),
 		"free space on that disk (old receipts go with a lower retention: 'pikoctl mcp receipts --prune'), then try again; nothing stored before is lost, and pikod needs no restart")
 }

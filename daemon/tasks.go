@@ -96,7 +96,7 @@ func (d *daemon) createTask(ctx context.Context, req *rpc.Request, a approvals.A
 	if err == nil {
 		out, err = pc.Send(ctx, mcpclient.SendOptions{Progress: progress})
 	}
-	if err != nil && contracts.ToError(err).Reason() == "definition_changed" {
+	if err != nil && contracts.ToError(err).Reason() == contracts.ReasonDefinitionChanged {
 		return d.staleAtDispatch(execution{server: a.Server, tool: a.Tool, actionID: a.ID}, err)
 	}
 	if err == nil {
@@ -127,7 +127,7 @@ func (d *daemon) cancelTask(ctx context.Context, a approvals.Action, bound *mcpc
 		TaskID string `json:"taskId"`
 	}
 	if err := json.Unmarshal(a.Arguments, &args); err != nil || args.TaskID == "" {
-		err = contracts.MarkNotSent(contracts.Errorf(contracts.ErrInternal, "invalid_action", "action %s names no task to cancel; nothing was sent", a.ID))
+		err = contracts.MarkNotSent(contracts.Errorf(contracts.ErrInternal, contracts.ReasonInvalidAction, "action %s names no task to cancel; nothing was sent", a.ID))
 		d.dispatchEnd(a, &res, err)
 		return res, nil
 	}
@@ -207,7 +207,7 @@ func (d *daemon) tasks(ctx context.Context, req *rpc.Request, p *contracts.Tasks
 	case contracts.TaskOpCancel:
 		return d.prepareCancel(ctx, *p, req.Caller())
 	}
-	return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op",
+	return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp,
 		`"op" must be "list", "get", "result" or "cancel", not %q`, clipText(p.Op, 40))
 }
 
@@ -245,7 +245,7 @@ func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams, caller
 	d.log.Info().Str("server", p.Server).Str("source", meta.ID).Str("receipt", rec.ID).Bool("truncated", truncated).Msg("task result")
 	if perr != nil {
 		return nil, contracts.WithHint(contracts.WithReason(fmt.Errorf("the server's answer to tasks/result is not a tool result (%v): %w",
-			perr, contracts.ErrUpstream), "invalid_result"), "its answer is retained: read it with source.read at "+meta.ID)
+			perr, contracts.ErrUpstream), contracts.ReasonInvalidResult), "its answer is retained: read it with source.read at "+meta.ID)
 	}
 	return contracts.TaskResultResult{Server: p.Server, Op: p.Op, TaskID: p.TaskID, Content: content, StructuredContent: structured,
 		IsError: isError, Truncated: truncated, OriginalResultSourceID: meta.ID, ReceiptID: rec.ID, ReceiptKind: rec.Kind}, nil
@@ -260,7 +260,7 @@ func (d *daemon) prepareCancel(ctx context.Context, p contracts.TasksParams, cal
 	}
 	cfg, ok := d.serverSettings(p.Server)
 	if !ok {
-		return nil, contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", p.Server)
+		return nil, contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", p.Server)
 	}
 	raw, err := json.Marshal(map[string]string{"taskId": p.TaskID})
 	if err != nil {

@@ -308,7 +308,7 @@ func (d *daemon) vaultMigrate(_ context.Context, req *rpc.Request, p *contracts.
 	if override != "" && p.To != pinned {
 		// The pin says where the credentials are; moving it away from
 		// them would leave them behind.
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_migrate_override",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultMigrateOverride,
 			"this pikod uses %s because --vault (or PIKO_VAULT) overrides the pinned %s backend, which holds the credentials: "+
 				"moving to %s now would leave them behind; nothing was changed", override, pinned, p.To),
 			"start pikod without --vault (it then opens "+pinned+"), then migrate; or migrate to "+pinned+" to bring this run's items there")

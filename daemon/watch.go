@@ -26,7 +26,7 @@ func (d *daemon) watch(_ context.Context, req *rpc.Request, p *contracts.WatchPa
 	conn := req.Conn()
 	if p.Stop {
 		if len(p.Kinds)+len(p.Servers) > 0 || p.Queue != 0 {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_watch",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidWatch,
 				`"stop" takes no other member: send {"stop": true} alone`)
 		}
 		d.events.unwatch(conn)
@@ -55,7 +55,7 @@ func (d *daemon) watch(_ context.Context, req *rpc.Request, p *contracts.WatchPa
 				contracts.MinWatchQueue, contracts.DefaultWatchQueue, contracts.DefaultWatchQueue)})
 	}
 	if len(problems) > 0 {
-		return nil, invalid("invalid_watch", problems)
+		return nil, invalid(contracts.ReasonInvalidWatch, problems)
 	}
 	res, err := d.events.watch(conn, p.Kinds, p.Servers, queue)
 	if err != nil {
@@ -70,23 +70,23 @@ func (d *daemon) logging(ctx context.Context, req *rpc.Request, p *contracts.Log
 	switch p.Op {
 	case contracts.LoggingSetLevel:
 		if p.Level == "" {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_level",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingLevel,
 				`missing "level": use one of %s`, strings.Join(contracts.LogLevels, ", "))
 		}
 		if p.Since != "" || p.After != 0 || p.Limit != 0 || p.Follow {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidParams,
 				`setLevel takes "server" and "level" only; read the entries with "op": "read"`)
 		}
 		return d.sup.SetLogLevel(ctx, p.Server, p.Level)
 	case "", contracts.LoggingRead:
 	default:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_op", `unknown op %q: use "read" or "setLevel"`, clipText(p.Op, 40))
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp, `unknown op %q: use "read" or "setLevel"`, clipText(p.Op, 40))
 	}
 	q := mcpclient.LogQuery{MinLevel: p.Level, After: p.After, Limit: p.Limit}
 	if p.Since != "" {
 		t, err := time.Parse(time.RFC3339Nano, p.Since)
 		if err != nil {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_since",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidSince,
 				"since %q is not an RFC 3339 time (like 2026-01-02T15:04:05Z)", clipText(p.Since, 60))
 		}
 		q.Since = t
@@ -95,7 +95,7 @@ func (d *daemon) logging(ctx context.Context, req *rpc.Request, p *contracts.Log
 	case q.Limit == 0:
 		q.Limit = defaultLogLimit
 	case q.Limit < 0 || q.Limit > maxLogLimit:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_limit", "limit %d is out of range: use 1 to %d", q.Limit, maxLogLimit)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidLimit, "limit %d is out of range: use 1 to %d", q.Limit, maxLogLimit)
 	}
 	if p.Follow {
 		// Subscribed before reading: an entry added in between shows in

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/vault"
 )
 
 // widenedGrants lists what next grants that prev did not: tools added to
@@ -55,7 +56,7 @@ func widenedGrants(prev, next *contracts.MCPSettings) []string {
 			out = append(out, widenedSelection(o, n)...)
 		}
 		granted := len(n.AutonomousTools)+len(n.ReadOnlyTools) > 0
-		if o.ID != "" && granted && identity(o) != identity(n) {
+		if o.ID != "" && granted && vault.Identity(o) != vault.Identity(n) {
 			out = append(out, fmt.Sprintf("server %q: its granted tools now run in a different program or endpoint", n.ID))
 		}
 	}

@@ -59,7 +59,7 @@ func canonicalArguments(raw json.RawMessage, redact func(string) string) ([]byte
 	p := &argParser{src: raw, out: &bytes.Buffer{}, redact: redact}
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] != '{' {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_object",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsNotObject,
 			"arguments must be a JSON object, not %s", kindOf(p.src[p.pos]))
 	}
 	if err := p.value(0); err != nil {
@@ -77,7 +77,7 @@ func canonicalArguments(raw json.RawMessage, redact func(string) string) ([]byte
 }
 
 func tooLarge(n int) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "arguments_too_large",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsTooLarge,
 		"arguments are %d characters of JSON; the limit is %d", n, contracts.MaxArgumentsChars),
 		"pass large content by reference (a file path or a resource URI) instead of inline")
 }
@@ -125,7 +125,7 @@ type pathStep struct {
 }
 
 func (p *argParser) syntax(what string) error {
-	return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid_json",
+	return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalidJSON,
 		"arguments are not valid JSON: %s at byte %d", what, p.pos)
 }
 
@@ -181,7 +181,7 @@ func (p *argParser) literal(word string) error {
 
 func (p *argParser) tooDeep(depth int) error {
 	if depth > maxArgumentsDepth {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_too_deep",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsTooDeep,
 			"arguments nest arrays and objects more than %d deep", maxArgumentsDepth)
 	}
 	return nil
@@ -369,7 +369,7 @@ func (p *argParser) str() (string, error) {
 		default:
 			r, size := utf8.DecodeRune(p.src[p.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid_json",
+				return "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalidJSON,
 					"arguments are not valid UTF-8 at byte %d", p.pos)
 			}
 			b.WriteRune(r)
@@ -424,7 +424,7 @@ func (p *argParser) escape(b *strings.Builder) error {
 }
 
 func (p *argParser) loneSurrogate() error {
-	return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid_json",
+	return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalidJSON,
 		"arguments contain an escaped lone UTF-16 surrogate before byte %d; it is not a character", p.pos)
 }
 
@@ -476,7 +476,7 @@ func (p *argParser) ambiguous(first, second string) error {
 	default:
 		how = fmt.Sprintf("keys %s and %s differ only by case and trailing NUL characters", p.quoteKey(first), p.quoteKey(second))
 	}
-	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_keys",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonAmbiguousKeys,
 		"arguments: in the object at %s, %s; a server could read them as one key", p.clip(p.location(), 300), how),
 		"keep exactly one of the keys")
 }

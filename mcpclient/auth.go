@@ -153,7 +153,7 @@ func (k *StoredDPoPKey) key() (*oauth.DPoPKey, error) {
 		return nil, contracts.WithHint(err, "sign in again to make a new key")
 	}
 	if dk.Thumbprint() != k.Thumbprint {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDPoPKey,
 			"the stored DPoP key is not the key %s the grant is bound to", k.Thumbprint), "sign in again to make a new key")
 	}
 	return dk, nil
@@ -549,7 +549,7 @@ func (a *authState) saveLocked(rec *OAuthRecord) error {
 	}
 	if !sameRecord(back, rec) {
 		a.loaded = false
-		return contracts.Errorf(contracts.ErrInternal, "vault_verify_failed", "the vault returned another OAuth grant for %q than was written", a.id)
+		return contracts.Errorf(contracts.ErrInternal, contracts.ReasonVaultVerifyFailed, "the vault returned another OAuth grant for %q than was written", a.id)
 	}
 	a.rec, a.loaded, a.blocked = back, true, false
 	return nil

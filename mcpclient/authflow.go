@@ -96,11 +96,11 @@ func (st *stagedGrant) commit() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.epoch != st.epoch {
-		return contracts.Errorf(contracts.ErrCanceled, "logged_out",
+		return contracts.Errorf(contracts.ErrCanceled, contracts.ReasonLoggedOut,
 			"server %q was signed out of while this sign-in was finishing; nothing was stored", a.id)
 	}
 	if f := st.flow; f != nil && f.cancelled {
-		return contracts.Errorf(contracts.ErrCanceled, "oauth_flow_cancelled",
+		return contracts.Errorf(contracts.ErrCanceled, contracts.ReasonOAuthFlowCancelled,
 			"the sign-in of %q was %s before its grant was stored; the previous grant is kept", a.id, f.why)
 	}
 	rec, err := a.recordLocked()
@@ -142,7 +142,7 @@ func (s *Supervisor) Auth(ctx context.Context, p contracts.AuthParams) (contract
 	case contracts.AuthOpComplete:
 		return s.authComplete(ctx, sess, p)
 	}
-	return contracts.AuthResult{}, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params",
+	return contracts.AuthResult{}, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidParams,
 		`unknown op %q: use "start", "discover", "wait" or "complete"`, s.clip(p.Op, 40))
 }
 
@@ -194,7 +194,7 @@ func (s *Supervisor) authDiscover(ctx context.Context, sess *session) (contracts
 func (s *Supervisor) oauthError(id, what string, err error) error {
 	var reasoned interface{ Reason() string }
 	if !errors.As(err, &reasoned) || reasoned.Reason() == "" {
-		err = contracts.WithReason(err, "oauth_failed")
+		err = contracts.WithReason(err, contracts.ReasonOAuthFailed)
 	}
 	return fmt.Errorf("%s for %q: %w", what, id, err)
 }
@@ -261,14 +261,14 @@ func (s *Supervisor) startBrowserFlow(ctx context.Context, sess *session, e *oau
 		a.mu.Lock()
 		if cfg.OAuth != nil && cfg.OAuth.Scope != "" && !covers(strings.Fields(cfg.OAuth.Scope), ch.Scope) {
 			a.mu.Unlock()
-			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "scope_not_in_settings",
+			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonScopeNotInSettings,
 				"server %q asks for scope %s, which oauth.scope does not include; pikod does not widen an explicit scope by itself",
 				cfg.ID, strconvQuote(ch.Scope, 200)),
 				"add the scope to oauth.scope, configure again, then 'pikoctl mcp auth "+cfg.ID+"'")
 		}
 		if a.stepUps >= maxStepUps {
 			a.mu.Unlock()
-			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "step_up_limit",
+			return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonStepUpLimit,
 				"server %q still refuses for lack of scope after %d authorization requests; pikod stops asking", cfg.ID, maxStepUps+1),
 				"check with the server's operator; 'pikoctl mcp logout "+cfg.ID+"' starts over")
 		}
@@ -289,19 +289,19 @@ func (s *Supervisor) beginFlow(ctx context.Context, sess *session, e *oauthEnv, 
 	a := s.auth(cfg.ID)
 	md := &d.Metadata
 	if md.AuthorizationEndpoint == "" {
-		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_authorization_endpoint",
+		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoAuthorizationEndpoint,
 			"the authorization server %s of %q has no authorization_endpoint, so no browser sign-in is possible", md.Issuer, cfg.ID)
 	}
 	// PKCE S256 is required; only the 2025-03-26 default endpoints (no
 	// metadata to say so) are assumed to support it, and S256 is sent.
 	if d.Fallback != contracts.FallbackDefaultEndpoints && !md.SupportsS256() {
-		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_pkce_unsupported",
+		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthPKCEUnsupported,
 			"the authorization server %s of %q does not list PKCE S256 in code_challenge_methods_supported; pikod does not sign in without it", md.Issuer, cfg.ID),
 			"ask the server's operator to enable PKCE with S256")
 	}
 	if u, err := url.Parse(md.AuthorizationEndpoint); err == nil && strings.EqualFold(u.Scheme, "http") &&
 		!(cfg.AllowPrivateNetwork && contracts.SameHost(md.AuthorizationEndpoint, cfg.URL)) {
-		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_authorization_endpoint",
+		return contracts.AuthResult{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadAuthorizationEndpoint,
 			"the authorization endpoint of %q is plain http on another host than the server; pikod shows only https links (http only on the server's own host with allowPrivateNetwork)", cfg.ID)
 	}
 	key, err := s.grantKey(e, d)
@@ -429,7 +429,7 @@ func (s *Supervisor) browserClient(ctx context.Context, e *oauthEnv, d *oauth.Di
 		if md.ClientIDMetadataDocumentSupported {
 			hint = "set oauth.clientMetadataUrl to your client ID metadata document, or " + hint
 		}
-		return oauth.ClientAuth{}, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_registration",
+		return oauth.ClientAuth{}, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoRegistration,
 			"the authorization server %s of %q offers no dynamic registration, and no client is configured", md.Issuer, cfg.ID), hint)
 	}
 	r, err := e.client.Register(ctx, md.RegistrationEndpoint, oauth.RegistrationRequest{
@@ -446,7 +446,7 @@ func (s *Supervisor) browserClient(ctx context.Context, e *oauthEnv, d *oauth.Di
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.epoch != epoch {
-		return oauth.ClientAuth{}, "", contracts.Errorf(contracts.ErrCanceled, "logged_out", "server %q was signed out of during the registration", cfg.ID)
+		return oauth.ClientAuth{}, "", contracts.Errorf(contracts.ErrCanceled, contracts.ReasonLoggedOut, "server %q was signed out of during the registration", cfg.ID)
 	}
 	cur, err := a.recordLocked()
 	if err != nil {
@@ -496,7 +496,7 @@ func (s *Supervisor) runFlow(f *authFlow) {
 		f.a.mu.Lock()
 		f.cancelled, f.why = true, "expired"
 		f.a.mu.Unlock()
-		s.finishFlow(f, nil, contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "oauth_flow_expired",
+		s.finishFlow(f, nil, contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonOAuthFlowExpired,
 			"the sign-in of %q expired: no callback within %s", f.a.id, s.opts.FlowLifetime), "start again with 'pikoctl mcp auth "+f.a.id+"'"))
 		return
 	case <-f.life.Done():
@@ -516,7 +516,7 @@ func (s *Supervisor) runFlow(f *authFlow) {
 		return
 	}
 	if res.Code == "" {
-		s.finishFlow(f, nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_code",
+		s.finishFlow(f, nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoCode,
 			"the authorization response for %q carries no code", f.a.id))
 		return
 	}
@@ -591,7 +591,7 @@ func (s *Supervisor) restartAt(ctx context.Context, f *authFlow) (res contracts.
 	d, derr := f.env.client.Discover(ctx, oauth.DiscoverOptions{ServerURL: cfg.URL, Challenge: ch, Issuer: f.env.settings().Issuer})
 	if derr != nil {
 		var reasoned interface{ Reason() string }
-		if errors.As(derr, &reasoned) && reasoned.Reason() == "issuer_mismatch" {
+		if errors.As(derr, &reasoned) && reasoned.Reason() == contracts.ReasonIssuerMismatch {
 			// The settings pin the old issuer: say so, rather than 401.
 			return res, true, s.oauthError(cfg.ID, "the new grant was refused, and discovering the authorization server again", derr)
 		}
@@ -617,12 +617,12 @@ func (f *authFlow) endedError() error {
 	f.a.mu.Lock()
 	why := f.why
 	f.a.mu.Unlock()
-	reason := "oauth_flow_cancelled"
+	reason := contracts.ReasonOAuthFlowCancelled
 	switch why {
 	case "":
 		why = "ended because pikod is stopping"
 	case whyLogout:
-		reason = "logged_out"
+		reason = contracts.ReasonLoggedOut
 	}
 	return contracts.Errorf(contracts.ErrCanceled, reason, "the sign-in of %q was %s; nothing was stored", f.a.id, why)
 }
@@ -670,7 +670,7 @@ func (s *Supervisor) authWait(ctx context.Context, sess *session, id string) (co
 	a := s.auth(sess.cfg.ID)
 	f := a.findFlow(id)
 	if f == nil {
-		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "oauth_no_flow",
+		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonOAuthNoFlow,
 			"no sign-in of %q is pending", sess.cfg.ID), "start one with 'pikoctl mcp auth "+sess.cfg.ID+"'")
 	}
 	if id == "" && f.from != nil {
@@ -697,12 +697,12 @@ func (s *Supervisor) authComplete(ctx context.Context, sess *session, p contract
 	a := s.auth(sess.cfg.ID)
 	f := a.findFlow(p.FlowID)
 	if f == nil {
-		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "oauth_no_flow",
+		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonOAuthNoFlow,
 			"no sign-in of %q is pending", sess.cfg.ID), "start one with 'pikoctl mcp auth "+sess.cfg.ID+"'")
 	}
 	select {
 	case <-f.done:
-		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_flow_ended",
+		return contracts.AuthResult{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthFlowEnded,
 			"the sign-in of %q this address belongs to has already ended", sess.cfg.ID), "start again with 'pikoctl mcp auth "+sess.cfg.ID+"'")
 	default:
 	}
@@ -772,7 +772,7 @@ func (s *Supervisor) Logout(_ context.Context, id string) (contracts.LogoutResul
 		} else if back, err := st.Load(id); err != nil {
 			derr = err
 		} else if back != nil {
-			derr = contracts.Errorf(contracts.ErrInternal, "vault_verify_failed", "the vault still holds the OAuth state of %q after deleting it", id)
+			derr = contracts.Errorf(contracts.ErrInternal, contracts.ReasonVaultVerifyFailed, "the vault still holds the OAuth state of %q after deleting it", id)
 		} else {
 			a.blocked = false
 		}

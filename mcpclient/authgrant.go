@@ -40,7 +40,7 @@ func (s *Supervisor) oauthEnv(cfg *contracts.ServerSettings) (*oauthEnv, error) 
 		}
 	}
 	if !oauthFor(cfg, creds) {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_not_applicable",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNotApplicable,
 			"server %q does not use OAuth: it is a %s server, or its stored credentials carry a static Authorization header", cfg.ID, cfg.Transport),
 			"for OAuth, clear the static header with 'pikoctl mcp secret "+cfg.ID+"'")
 	}
@@ -68,7 +68,7 @@ func (e *oauthEnv) privateKey() (crypto.Signer, string, error) {
 	}
 	key, alg, err := oauth.ParsePrivateKey(e.creds.OAuthPrivateKey)
 	if err != nil {
-		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_private_key",
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadPrivateKey,
 			"the stored oauthPrivateKey of %q %v", e.cfg.ID, err),
 			"store a PEM private key with 'pikoctl mcp secret "+e.cfg.ID+"'")
 	}
@@ -87,12 +87,12 @@ func (e *oauthEnv) settingsClient(md *oauth.ServerMetadata) (oauth.ClientAuth, e
 	auth := oauth.ClientAuth{ClientID: o.ClientID, Method: method, Secret: e.creds.OAuthClientSecret, Audience: md.Issuer}
 	if method == contracts.AuthMethodPrivateKeyJWT {
 		if key == nil {
-			return auth, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_private_key",
+			return auth, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoPrivateKey,
 				"server %q uses private_key_jwt, but no oauthPrivateKey is stored", e.cfg.ID),
 				`store it with 'pikoctl mcp secret `+e.cfg.ID+`' as {"oauthPrivateKey":"-----BEGIN PRIVATE KEY-----..."}`)
 		}
 		if algs := md.TokenEndpointAuthSigningAlgValuesSupported; len(algs) > 0 && !slices.Contains(algs, alg) {
-			return auth, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg",
+			return auth, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthUnsupportedAlg,
 				"the stored private key signs with %s, but the authorization server accepts %s", alg, strings.Join(algs, ", "))
 		}
 		auth.Key, auth.Alg = key, alg
@@ -210,7 +210,7 @@ func (s *Supervisor) grantKey(e *oauthEnv, d *oauth.Discovery) (*StoredDPoPKey, 
 	id := e.cfg.ID
 	if mode == contracts.DPoPOff {
 		if required {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_required",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDPoPRequired,
 				"server %q takes DPoP-bound tokens only (its resource metadata sets dpop_bound_access_tokens_required), and oauth.dpop is false", id),
 				`remove oauth.dpop (or set it to "auto"), configure again, then sign in again`)
 		}
@@ -219,12 +219,12 @@ func (s *Supervisor) grantKey(e *oauthEnv, d *oauth.Discovery) (*StoredDPoPKey, 
 	if len(md.DPoPSigningAlgValuesSupported) == 0 {
 		switch {
 		case mode == contracts.DPoPOn:
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_unsupported",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDPoPUnsupported,
 				"oauth.dpop is true, but the authorization server %s of %q lists no dpop_signing_alg_values_supported in its metadata: it issues no DPoP-bound tokens",
 				md.Issuer, id),
 				`set oauth.dpop to "auto" to use Bearer tokens with it, or ask the server's operator for DPoP`)
 		case required:
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_unsupported",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDPoPUnsupported,
 				"server %q takes DPoP-bound tokens only, but its authorization server %s lists no dpop_signing_alg_values_supported: no token it issues would be accepted",
 				id, md.Issuer), "check with the server's operator")
 		}
@@ -237,7 +237,7 @@ func (s *Supervisor) grantKey(e *oauthEnv, d *oauth.Discovery) (*StoredDPoPKey, 
 				Msg("the authorization server signs DPoP with no algorithm pikod has: using Bearer tokens")
 			return nil, nil
 		}
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthUnsupportedAlg,
 			"the authorization server %s of %q accepts DPoP proofs signed with %s (the resource with %s); pikod signs them with %s",
 			md.Issuer, id, algList(md.DPoPSigningAlgValuesSupported), algList(rsAlgs), strings.Join(oauth.DPoPAlgs, ", ")),
 			`set oauth.dpop to false to use Bearer tokens, or ask the server's operator for ES256`)
@@ -295,7 +295,7 @@ func (s *Supervisor) grantWithoutBrowser(ctx context.Context, e *oauthEnv, d *oa
 	a.mu.Unlock()
 	if refused != "" && !e.owner {
 		// Never asked again on its own: the same request would be refused.
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "needs_auth",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNeedsAuth,
 			"the authorization server refused the %s grant of %q (%s); nothing was sent", o.EffectiveGrantType(), e.cfg.ID, refused),
 			"fix what it names, then sign in again with 'pikoctl mcp auth "+e.cfg.ID+"'")
 	}
@@ -389,21 +389,21 @@ func (e *oauthEnv) workloadAssertion(now time.Time) (string, error) {
 		from, renew = "the assertion in "+o.AssertionFile, "have the platform write a fresh one to "+o.AssertionFile+", then connect again"
 		b, err := readBounded(o.AssertionFile, maxAssertionBytes)
 		if err != nil {
-			return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_assertion",
+			return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoAssertion,
 				"jwt_bearer for %q reads its assertion from %s: %v", e.cfg.ID, o.AssertionFile, err), renew)
 		}
 		assertion = strings.TrimSpace(string(b))
 		if strings.ContainsAny(assertion, " \t\r\n\x00") {
-			return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_assertion",
+			return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadAssertion,
 				"%s is not one token: it holds spaces or control characters", from), renew)
 		}
 	}
 	if assertion == "" {
-		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_assertion",
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoAssertion,
 			"jwt_bearer for %q needs the workload's assertion, and %s is empty", e.cfg.ID, from), renew)
 	}
 	if exp, ok := oauth.JWTExpiry(assertion); ok && !now.Before(exp) {
-		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_assertion_expired",
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthAssertionExpired,
 			"%s of %q expired at %s; nothing was sent", from, e.cfg.ID, exp.UTC().Format(time.RFC3339)), renew)
 	}
 	return assertion, nil
@@ -415,7 +415,7 @@ func (e *oauthEnv) workloadAssertion(now time.Time) (string, error) {
 func (s *Supervisor) identityGrant(ctx context.Context, e *oauthEnv, d *oauth.Discovery, scope string) (string, error) {
 	o := e.settings()
 	if e.creds.OAuthIdentityAssertion == "" {
-		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_identity_assertion",
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoIdentityAssertion,
 			"cross_app_access for %q needs the identity assertion from the identity provider, and none is stored", e.cfg.ID),
 			`store it with 'pikoctl mcp secret `+e.cfg.ID+`' as {"oauthIdentityAssertion":"..."} (with the other OAuth secrets)`)
 	}
@@ -438,7 +438,7 @@ func (s *Supervisor) identityGrant(ctx context.Context, e *oauthEnv, d *oauth.Di
 		return "", fmt.Errorf("exchanging the identity assertion at the identity provider: %w", err)
 	}
 	if resp.IssuedTokenType != oauth.TokenTypeIDJAG {
-		return "", contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+		return "", contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadTokenResponse,
 			"the identity provider issued %q instead of an identity assertion authorization grant", contracts.SafeText(resp.IssuedTokenType, contracts.OneLine, 80))
 	}
 	return resp.AccessToken, nil

@@ -116,7 +116,7 @@ func (s *session) needsAuth(ch *AuthChallenge) error {
 	hint := "sign in with 'pikoctl mcp auth " + s.cfg.ID + "' (OAuth), or give it credentials with 'pikoctl mcp secret " +
 		s.cfg.ID + "' (for example an Authorization header), then 'pikoctl mcp connect " + s.cfg.ID + "'"
 	return &needsAuthError{challenge: *ch, err: contracts.WithHint(
-		contracts.Errorf(contracts.ErrPermissionDenied, "needs_auth",
+		contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonNeedsAuth,
 			"server %q needs authorization: it answered %s to %s", s.cfg.ID, what, s.sup.clean(method, 100)),
 		hint)}
 }

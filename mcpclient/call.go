@@ -209,10 +209,10 @@ func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *call
 		RequestState json.RawMessage `json:"requestState"`
 	}
 	if err := json.Unmarshal(result, &ir); err != nil {
-		return nil, contracts.WithReason(fmt.Errorf("the server's input_required result is unreadable (%v): %w", err, contracts.ErrUpstream), "invalid_result")
+		return nil, contracts.WithReason(fmt.Errorf("the server's input_required result is unreadable (%v): %w", err, contracts.ErrUpstream), contracts.ReasonInvalidResult)
 	}
 	if len(ir.InputRequests) > 16 {
-		return nil, contracts.WithReason(fmt.Errorf("the server asked for %d inputs at once; pikod answers at most 16: %w", len(ir.InputRequests), contracts.ErrUpstream), "input_refused")
+		return nil, contracts.WithReason(fmt.Errorf("the server asked for %d inputs at once; pikod answers at most 16: %w", len(ir.InputRequests), contracts.ErrUpstream), contracts.ReasonInputRefused)
 	}
 	type got struct {
 		key string
@@ -250,7 +250,7 @@ func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *call
 	}
 	if len(failed) > 0 {
 		slices.Sort(failed)
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "input_not_given",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonInputNotGiven,
 			"the server asked for input that was not given (%s); the call did not complete", strings.Join(failed, "; ")),
 			"make the call again and answer with 'pikoctl mcp respond REQ_ID' while it waits")
 	}
@@ -280,10 +280,10 @@ func (s *Supervisor) continueWithInput(ctx context.Context, c *conn, track *call
 func (s *Supervisor) beforeSending(server, tool string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) && !errors.Is(err, contracts.ErrCanceled):
-		err = contracts.Errorf(contracts.ErrCanceled, "canceled",
+		err = contracts.Errorf(contracts.ErrCanceled, contracts.ReasonCanceled,
 			"the call of %q on %q was canceled before it was sent; nothing was sent", s.clip(tool, 200), server)
 	case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, contracts.ErrDeadlineExceeded):
-		err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded",
+		err = contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonDeadlineExceeded,
 			"the call of %q on %q ran out of time before it was sent; nothing was sent", s.clip(tool, 200), server)
 	}
 	return contracts.MarkNotSent(err)
@@ -325,7 +325,7 @@ func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, contracts.WithReason(fmt.Errorf("the server answered with a result that is not a JSON object; the outcome is unknown: %w",
-			contracts.ErrOutcomeUnknown), "invalid_result")
+			contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 	}
 	out := &CallOutcome{Result: raw}
 	kind, err := resultTypeOf(fields, s.clean)
@@ -340,7 +340,7 @@ func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*
 	if v, ok := fields["isError"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &out.IsError); err != nil {
 			return nil, contracts.WithReason(fmt.Errorf("the server answered with a non-boolean isError; the outcome is unknown: %w",
-				contracts.ErrOutcomeUnknown), "invalid_result")
+				contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 		}
 	}
 	if len(bytes.TrimSpace(tool.OutputSchema)) == 0 || out.IsError {
@@ -374,7 +374,7 @@ func (s *Supervisor) ToolByModelName(ctx context.Context, name string) (string, 
 	id, ok := modelServer(name)
 	if !ok {
 		return "", contracts.CatalogTool{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", clip(name, 200)),
+			contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTool, "%q is not a model-facing tool name (mcp_<server>_<tool>)", clip(name, 200)),
 			"list tools and their names with 'pikoctl mcp catalog SERVER'")
 	}
 	t, err := s.liveTool(ctx, id, CallSpec{Name: name})
@@ -416,7 +416,7 @@ func (s *Supervisor) unknownTool(server, tool string, names []string, cat *Catal
 		}
 		hint = "did you mean " + strings.Join(quoted, ", ") + "? " + hint
 	}
-	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%s", msg), hint)
+	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTool, "%s", msg), hint)
 }
 
 // closeNames returns up to n names near want: equal ignoring case,

@@ -13,6 +13,35 @@
 // daemon passes it what it needs through small interfaces such as
 // proc.Records and Pins).
 //
+// Files, by concern:
+//
+//	supervisor.go          the Supervisor: options, the sessions, events, redaction
+//	session.go             a session: its state, connect (one setup shared by
+//	                       concurrent callers), disconnect, lost connections, status
+//	connection.go          a connection: dialling (with staged OAuth grants), opening,
+//	                       the watch of its life, notifications, its catalog
+//	transport.go           the mcp-go transport per settings (stdio, http, sse) and the
+//	                       stdio stdout watch
+//	negotiate.go, raw.go   the protocol era (initialize, server/discover, a pin) and raw
+//	                       requests; getstream.go, ssetap.go the HTTP streams
+//	httpguard.go, netaddr.go the guarded HTTP client (SSRF guard) and address classes
+//	catalog.go, changes.go catalogs, model-facing names, digests and list changes
+//	search.go              BM25 search over the catalogs' tools (extensions.mcp.search)
+//	pins.go                grants pinned to definition digests
+//	prepare.go, call.go    a call decided once (Prepare) and sent (PreparedCall.Send);
+//	                       args.go canonical arguments, schema.go their validation,
+//	                       paramheaders.go arguments that travel in headers
+//	notsent.go, slots.go   what was provably not sent; the per-server slots and timeouts
+//	results.go             result types
+//	resources.go, subscriptions.go, uritemplate.go resources, prompts, completion and
+//	                       subscriptions
+//	skills.go, frontmatter.go skills and their SKILL.md
+//	tasks.go               tasks; requests.go server-to-client requests; logs.go logging
+//	auth*.go               OAuth: records, flows, grants, the watch for challenges
+//	                       (protocol pieces in mcpclient/oauth)
+//	budget.go, errtext.go  noise budgets; error text said once
+//	browser.go             closing a browser server gracefully
+//
 // Text from servers and their processes is redacted (Options.Redact, the
 // vault's) before anything cuts it to a length, and made safe for a
 // terminal with contracts.SafeText after: error messages, lastError,

@@ -239,7 +239,7 @@ func setLevelParams(level string) json.RawMessage {
 
 func checkLevel(level string) error {
 	if contracts.LogLevelRank(level) < 0 {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_log_level",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidLogLevel,
 			"unknown log level %q: use one of %s", clip(level, 40), strings.Join(contracts.LogLevels, ", "))
 	}
 	return nil
@@ -273,7 +273,7 @@ func (s *Supervisor) SetLogLevel(ctx context.Context, id, level string) (contrac
 			hint += "; its stderr shows in 'pikoctl mcp status " + id + "'"
 		}
 		return contracts.LoggingResult{}, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "logging_not_offered",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonLoggingNotOffered,
 				"server %q does not offer logging (its capabilities have no \"logging\")", id), hint)
 	}
 	res := contracts.LoggingResult{Server: id, Op: contracts.LoggingSetLevel, Level: level,

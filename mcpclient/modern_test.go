@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/pikod/pikod/tests/testsupport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,7 @@ func remoteFixture(t *testing.T, bin, transport string, args ...string) string {
 
 // remoteFixtureStderr is remoteFixture that also returns the fixture's
 // stderr.
-func remoteFixtureStderr(t *testing.T, bin, transport string, args ...string) (string, *lockedBuffer) {
+func remoteFixtureStderr(t *testing.T, bin, transport string, args ...string) (string, *testsupport.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--transport", transport, "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), "DBUS_SESSION_BUS_ADDRESS=disabled:")
@@ -91,7 +92,7 @@ func remoteFixtureStderr(t *testing.T, bin, transport string, args ...string) (s
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &testsupport.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

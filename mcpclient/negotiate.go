@@ -131,13 +131,13 @@ func (c *conn) initialize(ctx context.Context, version, how, pin string) (*hands
 	}
 	if mcp.IsModernProtocol(got) {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "protocol_mismatch",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonProtocolMismatch,
 				"server %q answered initialize with protocol %s, which has no initialize handshake", s.cfg.ID, s.sup.clean(got, 40)),
 			`pin {"pin":"`+mcp.LATEST_PROTOCOL_VERSION+`"} or set "protocol" to "auto"`)
 	}
 	if pin != "" && got != pin {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "protocol_mismatch",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonProtocolMismatch,
 				"server %q speaks protocol %s, but its settings pin %s", s.cfg.ID, s.sup.clean(got, 40), pin),
 			`set "protocol" to "auto" or "legacy", or pin a version the server supports`)
 	}
@@ -161,7 +161,7 @@ func (c *conn) discover(ctx context.Context, version string, pinned bool) (*hand
 	}
 	fail := func(format string, args ...any) (*handshake, *fallback, error) {
 		return nil, nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "protocol_mismatch", "server %q: %s", s.cfg.ID, fmt.Sprintf(format, args...)),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonProtocolMismatch, "server %q: %s", s.cfg.ID, fmt.Sprintf(format, args...)),
 			`set "protocol" to "auto" or "legacy", or pin a version the server supports`)
 	}
 	fallBack := func(v, reason string) (*handshake, *fallback, error) {

@@ -172,7 +172,7 @@ func headerAnnotations(schema json.RawMessage) (skeleton json.RawMessage, proble
 func paramHeaders(inputSchema, params json.RawMessage) (http.Header, error) {
 	sk, problem := headerAnnotations(inputSchema)
 	if problem != "" {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "invalid_header_annotations",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonInvalidHeaderAnnotations,
 			"the tool's x-mcp-header annotations are invalid (%s), so it cannot be called on this connection", problem)
 	}
 	if sk == nil {
@@ -190,7 +190,7 @@ func paramHeaders(inputSchema, params json.RawMessage) (http.Header, error) {
 			continue
 		}
 		if _, sent := generated[b.HeaderName()]; !sent {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "invalid_header_argument",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidHeaderArgument,
 				"argument %q cannot travel in header %s: only strings, booleans and integers within ±(2^53−1) can",
 				join("", b.Path...), b.HeaderName()), "pass a value of the type the tool's schema declares")
 		}

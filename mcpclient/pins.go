@@ -321,7 +321,7 @@ func changedTools(cat *Catalog) []string {
 // definitionChanged is the error of a bound call whose tool definition is
 // no longer the one the approval covered: nothing was sent.
 func (s *Supervisor) definitionChanged(server, tool string) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "definition_changed",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonDefinitionChanged,
 		"the definition of tool %q on server %q changed after the call was approved; nothing was sent",
 		s.clip(tool, 200), server),
 		"see the new definition with 'pikoctl mcp catalog "+server+"', then make the call again")
@@ -334,10 +334,10 @@ func (c *conn) checkDefinition(ctx context.Context, tool, want string) error {
 	for {
 		if _, err := c.freshCatalog(ctx); err != nil {
 			if ctx.Err() != nil {
-				return contracts.Errorf(contracts.ErrCanceled, "canceled",
+				return contracts.Errorf(contracts.ErrCanceled, contracts.ReasonCanceled,
 					"the call of %q on %q was canceled before it was sent", c.s.sup.clip(tool, 200), c.s.cfg.ID)
 			}
-			return contracts.Errorf(contracts.ErrUnavailable, "connection_lost",
+			return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonConnectionLost,
 				"the connection to %q ended before the call of %q was sent; nothing was sent", c.s.cfg.ID, c.s.sup.clip(tool, 200))
 		}
 		c.catMu.Lock()
@@ -350,7 +350,7 @@ func (c *conn) checkDefinition(ctx context.Context, tool, want string) error {
 		stale := c.catalog.toolsStale
 		c.catMu.Unlock()
 		if stale {
-			return contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, "catalog_stale",
+			return contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonCatalogStale,
 				"the tools of %q could not be read again after the server announced a change, so the definition of %q cannot be checked; nothing was sent",
 				c.s.cfg.ID, c.s.sup.clip(tool, 200)),
 				"'pikoctl mcp status "+c.s.cfg.ID+"' shows the problem; pikod reads the list again by itself, then make the call again")

@@ -109,18 +109,18 @@ func (s *Supervisor) prepare(ctx context.Context, spec CallSpec) (*PreparedCall,
 	server := spec.Server
 	if spec.Name != "" {
 		if spec.Server != "" || spec.Tool != "" {
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_tool",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonAmbiguousTool,
 				`name a tool either by "name" (model-facing) or by "server" and "tool", not both`)
 		}
 		id, ok := modelServer(spec.Name)
 		if !ok {
 			return nil, contracts.WithHint(
-				contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "%q is not a model-facing tool name (mcp_<server>_<tool>)", clip(spec.Name, 200)),
+				contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTool, "%q is not a model-facing tool name (mcp_<server>_<tool>)", clip(spec.Name, 200)),
 				"list tools and their names with 'pikoctl mcp catalog SERVER'")
 		}
 		server = id
 	} else if spec.Server == "" || spec.Tool == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_tool",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingTool,
 			`missing "server" and "tool" (or "name"): say which tool to call`)
 	}
 	sess, err := s.session(server)
@@ -154,7 +154,7 @@ func (s *Supervisor) prepare(ctx context.Context, spec CallSpec) (*PreparedCall,
 		return nil, err
 	}
 	if !tool.Selected {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "tool_not_selected",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonToolNotSelected,
 			"tool %q of server %q is not selected for execution", s.clip(tool.OriginalName, 200), server),
 			`add it to the server's "tools" in the settings to allow calls`)
 	}
@@ -204,7 +204,7 @@ func (s *Supervisor) findTool(server string, spec CallSpec, cat *Catalog) (contr
 	case ok:
 		return t, nil
 	case spec.Bound != nil:
-		return contracts.CatalogTool{}, contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
+		return contracts.CatalogTool{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonConnectionChanged,
 			"server %q no longer offers tool %q; nothing was sent", server, s.clip(spec.Tool, 200))
 	}
 	names := make([]string, len(cat.Tools))
@@ -237,7 +237,7 @@ func (s *Supervisor) callArguments(server string, spec CallSpec, tool contracts.
 		if !bytes.Equal(canon, args) {
 			// The bytes sent must be the bytes that were hashed: a caller that
 			// skipped CanonicalArguments is a bug, not something to repair here.
-			return nil, contracts.Errorf(contracts.ErrInvalidArgument, "arguments_not_canonical",
+			return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsNotCanonical,
 				"the arguments of tool %q are not in canonical form", s.clip(tool.OriginalName, 200))
 		}
 	} else {
@@ -264,7 +264,7 @@ func (s *session) boundConn(b Binding, tool string) (*conn, error) {
 	s.mu.Unlock()
 	if c == nil || c.gen != b.ConnectionGeneration || s.settings().ApprovalDigest(tool) != b.SettingsDigest {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonConnectionChanged,
 				"server %q is no longer connected with the connection and settings the approval was given for; nothing was sent", s.cfg.ID),
 			"make the call again and approve the new action")
 	}
@@ -392,12 +392,12 @@ func (p *PreparedCall) Send(ctx context.Context, opts SendOptions) (*CallOutcome
 				// connection is no good.
 				why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.settings().Timeout())
 				sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
-				return nil, contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
+				return nil, contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonNotSent,
 					"%s on %q: %s; nothing was sent", what, sess.cfg.ID, why),
 					"'pikoctl mcp status "+sess.cfg.ID+"' shows why; the call had no effect and can be made again once the server is back"))
 			case expired != "":
 				return nil, contracts.WithHint(contracts.WithReason(fmt.Errorf("%s on %q %s; the outcome is unknown and pikod will not retry it: %w",
-					what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), "timeout_outcome_unknown"),
+					what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), contracts.ReasonTimeoutOutcomeUnknown),
 					"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
 			default:
 				return nil, s.requestErrorRedacted(sess, c, what, ans.err, opts.Redact)
@@ -423,7 +423,7 @@ func (p *PreparedCall) Send(ctx context.Context, opts SendOptions) (*CallOutcome
 		rounds++
 		if rounds > maxInputRounds {
 			return nil, contracts.WithReason(fmt.Errorf("%s on %q: the server still asked for input after %d rounds; pikod gave up: %w",
-				what, sess.cfg.ID, maxInputRounds, contracts.ErrUpstream), "input_rounds_exceeded")
+				what, sess.cfg.ID, maxInputRounds, contracts.ErrUpstream), contracts.ReasonInputRoundsExceeded)
 		}
 		next, err := s.continueWithInput(ctx, c, track, fwd, params, ans.raw)
 		if err != nil {
@@ -478,7 +478,7 @@ func (p *PreparedCall) stillCurrent(ctx context.Context) error {
 		return err
 	}
 	if next.task != p.task {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "definition_changed",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonDefinitionChanged,
 			"the definition of tool %q on server %q changed while the call waited; nothing was sent", p.s.clip(p.tool.OriginalName, 200), p.server)
 	}
 	*p = *next

@@ -124,25 +124,25 @@ const (
 
 // allows refuses a request for a feature the settings switched off.
 func (s *session) allows(f feature) error {
-	on := true
+	on, reason := true, ""
 	switch f {
 	case featureResources:
-		on = s.cfg.ResourcesEnabled()
+		on, reason = s.cfg.ResourcesEnabled(), contracts.ReasonResourcesDisabled
 	case featurePrompts:
-		on = s.cfg.PromptsEnabled()
+		on, reason = s.cfg.PromptsEnabled(), contracts.ReasonPromptsDisabled
 	}
 	if on {
 		return nil
 	}
-	return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, string(f)+"_disabled",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, reason,
 		"the %s of server %q are switched off by its settings (%q: false); nothing was sent", f, s.cfg.ID, string(f)),
 		fmt.Sprintf(`set %q to true in the server's settings (or leave it out) and configure again`, string(f)))
 }
 
 // notOffered refuses a request for something the server's capabilities do
-// not declare.
-func (s *session) notOffered(what, capability string) error {
-	return contracts.Errorf(contracts.ErrFailedPrecondition, capability+"_not_offered",
+// not declare; reason is the capability's word (contracts.ReasonXNotOffered).
+func (s *session) notOffered(what, capability, reason string) error {
+	return contracts.Errorf(contracts.ErrFailedPrecondition, reason,
 		"server %q does not offer %s (its capabilities have no %q); nothing was sent", s.cfg.ID, what, capability)
 }
 
@@ -204,16 +204,16 @@ func checkComplete(raw json.RawMessage) error {
 	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &f) != nil {
-		return contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server answered with a result that is not a JSON object")
+		return contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server answered with a result that is not a JSON object")
 	}
 	switch {
 	case f.ResultType == nil || *f.ResultType == "complete":
 		return nil
 	case *f.ResultType == "input_required":
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "input_required",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonInputRequired,
 			"the server asked for input pikod cannot give yet (resultType input_required)")
 	}
-	return contracts.Errorf(contracts.ErrUpstream, "invalid_result",
+	return contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult,
 		"the server answered with resultType %s, which pikod does not know", strconv.QuoteToASCII(clip(*f.ResultType, 40)))
 }
 
@@ -252,14 +252,14 @@ func (s *Supervisor) ReadResource(ctx context.Context, server, uri string) (json
 	}
 	defer release()
 	if !c.caps.resources {
-		return nil, sess.notOffered("resources", "resources")
+		return nil, sess.notOffered("resources", "resources", contracts.ReasonResourcesNotOffered)
 	}
 	if !cat.offers().covers(uri) {
 		msg := fmt.Sprintf("server %q lists no resource %s and none of its URI templates matches it", server, strconv.Quote(s.clip(uri, 300)))
 		if !cat.Complete {
 			msg += "; its catalog is incomplete (" + s.clean(cat.Problem, 300) + ")"
 		}
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_resource", "%s; nothing was sent", msg),
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownResource, "%s; nothing was sent", msg),
 			"list what it offers with 'pikoctl mcp resources "+server+"': pikod reads only URIs the server listed or templated")
 	}
 	params, err := json.Marshal(map[string]string{"uri": uri})
@@ -307,7 +307,7 @@ type PromptOutcome struct {
 // then sends prompts/get. Nothing is sent unless all of that holds.
 func (s *Supervisor) GetPrompt(ctx context.Context, req PromptRequest) (*PromptOutcome, error) {
 	if req.Name == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_prompt", `missing "name": name one of the server's prompts`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingPrompt, `missing "name": name one of the server's prompts`)
 	}
 	args, err := s.CanonicalArguments(req.Arguments)
 	if err != nil {
@@ -319,7 +319,7 @@ func (s *Supervisor) GetPrompt(ctx context.Context, req PromptRequest) (*PromptO
 	}
 	defer release()
 	if !c.caps.prompts {
-		return nil, sess.notOffered("prompts", "prompts")
+		return nil, sess.notOffered("prompts", "prompts", contracts.ReasonPromptsNotOffered)
 	}
 	def, ok := cat.offers().prompts[req.Name]
 	if !ok {
@@ -363,7 +363,7 @@ func (s *Supervisor) unknownPrompt(server, name string, cat *Catalog) error {
 		}
 		hint = "did you mean " + strings.Join(quoted, ", ") + "? " + hint
 	}
-	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_prompt", "%s; nothing was sent", msg), hint)
+	return contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownPrompt, "%s; nothing was sent", msg), hint)
 }
 
 // checkPromptArguments checks canonical arguments (a JSON object) against
@@ -374,7 +374,7 @@ func (s *Supervisor) unknownPrompt(server, name string, cat *Catalog) error {
 func checkPromptArguments(server string, def promptDef, args []byte, quote func(string) string) error {
 	var got map[string]json.RawMessage
 	if err := json.Unmarshal(args, &got); err != nil {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_arguments", "the arguments are not a JSON object")
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArguments, "the arguments are not a JSON object")
 	}
 	declared := map[string]bool{}
 	names := make([]string, 0, len(def.Arguments))
@@ -413,7 +413,7 @@ func checkPromptArguments(server string, def promptDef, args []byte, quote func(
 		return nil
 	}
 	return contracts.WithHint(contracts.WithReason(
-		fmt.Errorf("arguments of prompt %s: nothing was sent: %w", quote(def.Name), probs), "invalid_prompt_arguments"),
+		fmt.Errorf("arguments of prompt %s: nothing was sent: %w", quote(def.Name), probs), contracts.ReasonInvalidPromptArguments),
 		"see the prompt's arguments with 'pikoctl mcp prompts "+server+"'")
 }
 
@@ -462,10 +462,10 @@ func (s *Supervisor) Complete(ctx context.Context, req CompleteRequest) (*Comple
 	f := featurePrompts
 	switch {
 	case (req.Prompt == "") == (req.Template == ""):
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_reference",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidReference,
 			`name exactly one of "prompt" (a prompt's name) or "template" (a resource template's URI template)`)
 	case req.Argument == "":
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_argument", `missing "argument": name the argument to complete`)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingArgument, `missing "argument": name the argument to complete`)
 	case req.Template != "":
 		f = featureResources
 	}
@@ -490,7 +490,7 @@ func (s *Supervisor) Complete(ctx context.Context, req CompleteRequest) (*Comple
 	}
 	defer release()
 	if !c.caps.completions {
-		return nil, contracts.WithHint(sess.notOffered("completion", "completions"),
+		return nil, contracts.WithHint(sess.notOffered("completion", "completions", contracts.ReasonCompletionsNotOffered),
 			"type the value yourself: the server offers no suggestions")
 	}
 	var what string
@@ -507,7 +507,7 @@ func (s *Supervisor) Complete(ctx context.Context, req CompleteRequest) (*Comple
 	} else {
 		t, ok := cat.offers().templates[req.Template]
 		if !ok {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_template",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTemplate,
 				"server %q lists no resource template %s; nothing was sent", req.Server, s.quote(req.Template)),
 				"list its templates with 'pikoctl mcp resources "+req.Server+"' and give one exactly as listed")
 		}
@@ -531,7 +531,7 @@ func (s *Supervisor) Complete(ctx context.Context, req CompleteRequest) (*Comple
 		}
 	}
 	if len(probs) > 0 {
-		return nil, contracts.WithReason(fmt.Errorf("completion for %s: nothing was sent: %w", what, probs), "invalid_completion_arguments")
+		return nil, contracts.WithReason(fmt.Errorf("completion for %s: nothing was sent: %w", what, probs), contracts.ReasonInvalidCompletionArguments)
 	}
 	raw, err := s.ask(ctx, sess, c, string(mcp.MethodCompletionComplete), params, "completion/complete for "+what)
 	if err != nil {
@@ -550,7 +550,7 @@ func (s *Supervisor) completion(raw json.RawMessage) (*CompleteOutcome, error) {
 		} `json:"completion"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.Completion == nil || res.Completion.Values == nil {
-		return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result",
+		return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult,
 			`the server's completion is not {"completion": {"values": [...]}}`)
 	}
 	out := &CompleteOutcome{Values: []string{}}
@@ -565,7 +565,7 @@ func (s *Supervisor) completion(raw json.RawMessage) (*CompleteOutcome, error) {
 	for _, v := range res.Completion.Values {
 		var str string
 		if err := json.Unmarshal(v, &str); err != nil {
-			return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server's completion holds a value that is not a string")
+			return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server's completion holds a value that is not a string")
 		}
 		str = s.redact(str)
 		if len(out.Values) >= contracts.MaxCompletionValues || utf8.RuneCountInString(str) > contracts.MaxCompletionValueChars {

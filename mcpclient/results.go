@@ -28,7 +28,7 @@ func resultTypeOf(fields map[string]json.RawMessage, clean func(string, int) str
 	var t string
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return "", contracts.WithReason(fmt.Errorf("the server answered with a resultType that is not a string; the outcome is unknown: %w",
-			contracts.ErrOutcomeUnknown), "invalid_result")
+			contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 	}
 	switch t {
 	case string(mcp.ResultTypeComplete):
@@ -37,5 +37,5 @@ func resultTypeOf(fields map[string]json.RawMessage, clean func(string, int) str
 		return t, nil
 	}
 	return "", contracts.WithReason(fmt.Errorf("the server answered with resultType %s, which pikod does not know; the outcome is unknown: %w",
-		strconv.Quote(clean(t, 60)), contracts.ErrOutcomeUnknown), "invalid_result")
+		strconv.Quote(clean(t, 60)), contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 }

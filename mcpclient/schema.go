@@ -88,7 +88,7 @@ func (c *SchemaCache) Validate(schema json.RawMessage, instance []byte) error {
 		return err
 	}
 	if problem != "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalid,
 			"arguments do not match the tool's input schema: %s", problem)
 	}
 	return nil
@@ -111,7 +111,7 @@ func (c *SchemaCache) validateCompiled(sch *jsonschema.Schema, instance []byte) 
 		return err
 	}
 	if problem != "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalid,
 			"arguments do not match the tool's input schema: %s", problem)
 	}
 	return nil
@@ -120,7 +120,7 @@ func (c *SchemaCache) validateCompiled(sch *jsonschema.Schema, instance []byte) 
 func (c *SchemaCache) checkCompiled(sch *jsonschema.Schema, instance []byte) (string, error) {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(instance))
 	if err != nil {
-		return "", contracts.Errorf(contracts.ErrInvalidArgument, "arguments_invalid_json",
+		return "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalidJSON,
 			"the value to validate is not JSON: %v", err)
 	}
 	err = sch.Validate(inst)
@@ -225,7 +225,7 @@ func (c *SchemaCache) clean(s string, max int) string {
 }
 
 func (c *SchemaCache) schemaInvalid(err error) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "tool_schema_invalid",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonToolSchemaInvalid,
 		"the tool's schema cannot be used: %s", c.clean(err.Error(), maxSchemaMessage)),
 		"the server publishes a broken schema; report it to the server's authors")
 }

@@ -292,7 +292,7 @@ func (s *Supervisor) openSkills(ctx context.Context, id string) (*session, *conn
 	}
 	if !c.caps.skills {
 		release()
-		return nil, nil, nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "skills_not_offered",
+		return nil, nil, nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSkillsNotOffered,
 			"server %q does not offer skills (its capabilities declare no extension %q); nothing was sent", id, contracts.SkillsExtension),
 			"its resources may still hold skill files: 'pikoctl mcp resources "+id+"' lists them")
 	}
@@ -320,7 +320,7 @@ func (s *Supervisor) Skills(ctx context.Context, id string) (SkillList, error) {
 // for every skill the server serves.
 func (s *Supervisor) resolveSkill(server, ref string, cat *Catalog) (*skillEntry, string, error) {
 	if ref == "" {
-		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "missing_skill",
+		return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingSkill,
 			`missing "skill": name one of the server's skills (its name, or the URI of its SKILL.md)`)
 	}
 	x := cat.offers().skills
@@ -332,7 +332,7 @@ func (s *Supervisor) resolveSkill(server, ref string, cat *Catalog) (*skillEntry
 			return nil, "", err
 		}
 		if !strings.HasSuffix(ref, "/"+skillFileName) {
-			return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, "invalid_skill",
+			return nil, "", contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidSkill,
 				"%s is not the URI of a SKILL.md: a skill is named by its SKILL.md's URI (or by its name)", s.quote(ref))
 		}
 		return nil, ref, nil
@@ -364,13 +364,13 @@ func (s *Supervisor) resolveSkill(server, ref string, cat *Catalog) (*skillEntry
 			}
 			hint = "did you mean " + strings.Join(quoted, ", ") + "? " + hint
 		}
-		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_skill", "%s; nothing was sent", msg), hint)
+		return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownSkill, "%s; nothing was sent", msg), hint)
 	}
 	uris := make([]string, len(matches))
 	for i, e := range matches {
 		uris[i] = s.quote(e.URI)
 	}
-	return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_skill",
+	return nil, "", contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonAmbiguousSkill,
 		"server %q lists %d skills named %s (%s); nothing was sent", server, len(matches), s.quote(ref), strings.Join(uris, ", ")),
 		"name the skill by the URI of its SKILL.md")
 }
@@ -389,11 +389,11 @@ func (s *Supervisor) getSkill(ctx context.Context, sess *session, c *conn, uri s
 		Skill json.RawMessage `json:"skill"`
 	}
 	if json.Unmarshal(raw, &res) != nil || len(res.Skill) == 0 {
-		return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", `the server's answer to skills/get is not {"skill": {...}}`)
+		return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, `the server's answer to skills/get is not {"skill": {...}}`)
 	}
 	e := parseSkillEntry(res.Skill)
 	if e.URI != uri {
-		return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result",
+		return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult,
 			"the server answered skills/get for %s with the entry of %s", s.quote(uri), s.quote(e.URI))
 	}
 	return &e, nil
@@ -469,16 +469,16 @@ func (s *Supervisor) LoadSkill(ctx context.Context, server, ref string) (*SkillO
 		var err error
 		switch {
 		case e.Dynamic:
-			err = contracts.Errorf(contracts.ErrFailedPrecondition, "skill_dynamic", "skill %s of server %q cannot be loaded: %s; nothing of it was read", uri, server, problem)
+			err = contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSkillDynamic, "skill %s of server %q cannot be loaded: %s; nothing of it was read", uri, server, problem)
 		case e.tooLarge:
-			err = contracts.Errorf(contracts.ErrFailedPrecondition, "skill_too_large", "skill %s of server %q cannot be loaded: %s; nothing of it was read", uri, server, problem)
+			err = contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSkillTooLarge, "skill %s of server %q cannot be loaded: %s; nothing of it was read", uri, server, problem)
 		default:
-			err = contracts.Errorf(contracts.ErrFailedPrecondition, "invalid_skill_entry", "skill %s of server %q cannot be loaded: %s; nothing of it was read", uri, server, problem)
+			err = contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonInvalidSkillEntry, "skill %s of server %q cannot be loaded: %s; nothing of it was read", uri, server, problem)
 		}
 		return nil, contracts.WithHint(err, "the entry is the server's: tell its maintainer")
 	}
 	if !c.caps.resources {
-		return nil, sess.notOffered("the resources a skill's files are read from", "resources")
+		return nil, sess.notOffered("the resources a skill's files are read from", "resources", contracts.ReasonResourcesNotOffered)
 	}
 	file, _ := e.file(e.URI)
 	out, err := s.readSkillFile(ctx, sess, c, e, file)
@@ -496,7 +496,7 @@ func (s *Supervisor) LoadSkill(ctx context.Context, server, ref string) (*SkillO
 	}
 	if detail != "" {
 		subject, rest := s.skillRefusal(server, e, file)
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, "skill_frontmatter_mismatch",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, contracts.ReasonSkillFrontmatterMismatch,
 			"%s failed the frontmatter check: SKILL.md %s; %s", subject, detail, rest), mismatchHint)
 	}
 	out.Verified = append(out.Verified, "frontmatter")
@@ -518,7 +518,7 @@ func (s *Supervisor) LoadSkill(ctx context.Context, server, ref string) (*SkillO
 // loaded must be loaded again first.
 func (s *Supervisor) ReadSkillFile(ctx context.Context, server, ref, name string) (*SkillOutcome, error) {
 	if name == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "missing_file",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingFile,
 			`missing "file": name one of the skill's files (its path, like references/GUIDE.md, or its URI)`)
 	}
 	sess, c, cat, release, err := s.openSkills(ctx, server)
@@ -534,7 +534,7 @@ func (s *Supervisor) ReadSkillFile(ctx context.Context, server, ref, name string
 	loadHint := "load it with 'pikoctl mcp skill " + server + " " + uri + "' (which verifies its SKILL.md), then read the file"
 	switch {
 	case held != nil && listed != nil && listed.Digest != held.Digest:
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "skill_changed",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSkillChanged,
 			"skill %s of server %q changed since it was loaded (its files or their digests differ from the entry it was loaded from); nothing was read",
 			s.quote(uri), server), loadHint)
 	case held == nil && listed != nil && listed.Problem == "":
@@ -545,7 +545,7 @@ func (s *Supervisor) ReadSkillFile(ctx context.Context, server, ref, name string
 		}
 	}
 	if held == nil {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "skill_not_loaded",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSkillNotLoaded,
 			"skill %s of server %q is not loaded (or changed since it was); its files are read only for a loaded skill; nothing was read",
 			s.quote(uri), server), loadHint)
 	}
@@ -555,13 +555,13 @@ func (s *Supervisor) ReadSkillFile(ctx context.Context, server, ref, name string
 	}
 	file, ok := held.file(fileURI)
 	if !ok {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "skill_file_unlisted",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSkillFileUnlisted,
 			"skill %s of server %q lists no file %s: a file its entry does not list is a verification failure, not a file of the skill; nothing was read",
 			s.quote(uri), server, s.quote(fileURI)),
 			"its files are in 'pikoctl mcp skills "+server+"'; if the server added one since, load the skill again to see it")
 	}
 	if !c.caps.resources {
-		return nil, sess.notOffered("the resources a skill's files are read from", "resources")
+		return nil, sess.notOffered("the resources a skill's files are read from", "resources", contracts.ReasonResourcesNotOffered)
 	}
 	out, err := s.readSkillFile(ctx, sess, c, held, file)
 	if err != nil {
@@ -586,17 +586,17 @@ func (s *Supervisor) readSkillFile(ctx context.Context, sess *session, c *conn, 
 	subject, rest := s.skillRefusal(sess.cfg.ID, e, f)
 	name := s.clean(f.Path, 200)
 	if err != nil {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, "skill_unreadable",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, contracts.ReasonSkillUnreadable,
 			"%s: the answer to resources/read of %s is not the file (%s); %s", subject, name, s.clean(err.Error(), 300), rest),
 			"the server's answer is not a read of the file: tell its maintainer")
 	}
 	if int64(len(data)) != f.Size {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, "skill_size_mismatch",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, contracts.ReasonSkillSizeMismatch,
 			"%s failed the size check: %s is %d bytes, and its entry says %d; %s", subject, name, len(data), f.Size, rest), mismatchHint)
 	}
 	sum := sha256.Sum256(data)
 	if got := "sha256:" + hex.EncodeToString(sum[:]); got != f.Digest {
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, "skill_digest_mismatch",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUpstream, contracts.ReasonSkillDigestMismatch,
 			"%s failed the digest check: %s has the SHA-256 %s, and its entry says %s; %s", subject, name, got, f.Digest, rest), mismatchHint)
 	}
 	return &SkillOutcome{File: f, Result: raw, Data: data, MimeType: mime, Blob: blob, Verified: []string{"size", "digest"}}, nil

@@ -56,7 +56,7 @@ func (s *session) madeBeforeDisconnect(ctx context.Context) error {
 
 func (s *session) disconnectedErr() error {
 	return contracts.WithHint(
-		contracts.Errorf(contracts.ErrCanceled, "disconnected",
+		contracts.Errorf(contracts.ErrCanceled, contracts.ReasonDisconnected,
 			"server %q was disconnected after this request was made; nothing was sent", s.cfg.ID),
 		"make the request again if it is still wanted: it connects the server again")
 }

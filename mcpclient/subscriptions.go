@@ -85,7 +85,7 @@ func (s *Supervisor) changeSubscription(ctx context.Context, server, uri string,
 	}
 	if !sess.cfg.ResourcesEnabled() {
 		return res, contracts.WithHint(
-			contracts.Errorf(contracts.ErrFailedPrecondition, "resources_disabled", "resources of server %q are disabled by its settings", server),
+			contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonResourcesDisabled, "resources of server %q are disabled by its settings", server),
 			`set "resources": true in its settings to use them`)
 	}
 	if err := checkURI(uri); err != nil {
@@ -107,7 +107,7 @@ func (s *Supervisor) changeSubscription(ctx context.Context, server, uri string,
 		return res, nil
 	}
 	if on && !c.caps.subscribe {
-		return res, contracts.Errorf(contracts.ErrFailedPrecondition, "subscribe_unsupported",
+		return res, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSubscribeUnsupported,
 			"server %q does not offer resource subscriptions (its resources capability has no subscribe)", server)
 	}
 	op := "resources/unsubscribe"
@@ -126,10 +126,10 @@ func (s *Supervisor) changeSubscription(ctx context.Context, server, uri string,
 		case err != nil && on:
 			c.subs.set(uri, false)
 			return res, contracts.WithReason(fmt.Errorf("%s on %q: the subscription stream could not be reopened with it: %s: %w",
-				what, server, s.clean(err.Error(), 500), contracts.ErrUnavailable), "subscribe_failed")
+				what, server, s.clean(err.Error(), 500), contracts.ErrUnavailable), contracts.ReasonSubscribeFailed)
 		case on && !slices.Contains(honoured.ResourceSubscriptions, uri):
 			c.subs.set(uri, false)
-			return res, contracts.Errorf(contracts.ErrFailedPrecondition, "subscribe_refused",
+			return res, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonSubscribeRefused,
 				"%s on %q: the server's acknowledgment of the subscription stream leaves the URI out", what, server)
 		case err != nil:
 			// Gone from the set all the same: an update for it is dropped
@@ -152,11 +152,11 @@ func (s *Supervisor) changeSubscription(ctx context.Context, server, uri string,
 func checkURI(uri string) error {
 	switch {
 	case uri == "":
-		return contracts.Errorf(contracts.ErrInvalidArgument, "missing_uri", `missing "uri": name the resource URI, as the server lists it`)
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingURI, `missing "uri": name the resource URI, as the server lists it`)
 	case len(uri) > maxURIBytes:
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_uri", "the resource URI is %d bytes long; at most %d", len(uri), maxURIBytes)
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidURI, "the resource URI is %d bytes long; at most %d", len(uri), maxURIBytes)
 	case !utf8.ValidString(uri) || strings.ContainsFunc(uri, unicode.IsControl):
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_uri", "the resource URI must be valid UTF-8 without control characters")
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidURI, "the resource URI must be valid UTF-8 without control characters")
 	}
 	return nil
 }

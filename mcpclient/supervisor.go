@@ -343,12 +343,12 @@ func (s *Supervisor) session(id string) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, contracts.Errorf(contracts.ErrUnavailable, "shutting_down", "pikod is shutting down")
+		return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonShuttingDown, "pikod is shutting down")
 	}
 	sess, ok := s.sessions[id]
 	if !ok {
 		return nil, contracts.WithHint(
-			contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", id),
+			contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", id),
 			"list the configured servers with 'pikoctl mcp status'")
 	}
 	return sess, nil
@@ -495,7 +495,7 @@ func (s *Supervisor) requestErrorRedacted(sess *session, c *conn, what string, e
 		// replayed.
 		sess.lostConn(c, "the server ended the session (HTTP 404); the next request starts a new one", contracts.StateIdle)
 		return contracts.WithHint(
-			contracts.Errorf(contracts.ErrUnavailable, "session_expired",
+			contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonSessionExpired,
 				"%s on %q was refused: the server no longer knows this session (HTTP 404), so it did not run it", what, sess.cfg.ID),
 			"ask again: the next request starts a new session (pikod does not resend it by itself)")
 	}
@@ -508,14 +508,14 @@ func (s *Supervisor) requestErrorRedacted(sess *session, c *conn, what string, e
 	switch {
 	case errors.Is(err, context.Canceled):
 		return contracts.WithReason(fmt.Errorf("%s on %q was canceled after it was sent; the server may have acted on it: %w",
-			what, sess.cfg.ID, contracts.ErrOutcomeUnknown), "canceled_outcome_unknown")
+			what, sess.cfg.ID, contracts.ErrOutcomeUnknown), contracts.ReasonCanceledOutcomeUnknown)
 	case errors.Is(err, context.DeadlineExceeded):
 		return contracts.WithReason(fmt.Errorf("%s on %q got no answer within timeoutMs (%d ms); the outcome is unknown and pikod will not retry it: %w",
-			what, sess.cfg.ID, sess.settings().Timeout(), contracts.ErrOutcomeUnknown), "timeout_outcome_unknown")
+			what, sess.cfg.ID, sess.settings().Timeout(), contracts.ErrOutcomeUnknown), contracts.ReasonTimeoutOutcomeUnknown)
 	}
 	return contracts.WithHint(
 		contracts.WithReason(fmt.Errorf("%s on %q failed after it was sent (%s); the outcome is unknown and pikod will not retry it: %w",
-			what, sess.cfg.ID, s.clean(err.Error(), 1000), contracts.ErrOutcomeUnknown), "connection_lost_outcome_unknown"),
+			what, sess.cfg.ID, s.clean(err.Error(), 1000), contracts.ErrOutcomeUnknown), contracts.ReasonConnectionLostOutcomeUnknown),
 		"check the server for the effect before asking again; 'pikoctl mcp status "+sess.cfg.ID+"' shows why the connection ended")
 }
 
@@ -549,12 +549,12 @@ func (s *Supervisor) unsentError(sess *session, c *conn, what string, err error)
 	id := sess.cfg.ID
 	switch {
 	case errors.Is(err, context.Canceled):
-		return contracts.MarkNotSent(contracts.Errorf(contracts.ErrCanceled, "canceled",
+		return contracts.MarkNotSent(contracts.Errorf(contracts.ErrCanceled, contracts.ReasonCanceled,
 			"%s on %q was canceled before it was sent; nothing was sent", what, id))
 	case errors.Is(err, context.DeadlineExceeded):
 		why := fmt.Sprintf("%s could not be sent within timeoutMs (%d ms)", what, sess.settings().Timeout())
 		sess.lostConn(c, why+"; the connection was closed", contracts.StateFailed)
-		return contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, "not_sent",
+		return contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonNotSent,
 			"%s on %q: %s; nothing was sent", what, id, why),
 			"'pikoctl mcp status "+id+"' shows why; the call had no effect and can be made again once the server is back"))
 	}
@@ -571,7 +571,7 @@ func (s *Supervisor) unsentError(sess *session, c *conn, what string, err error)
 	sess.lostConn(c, fmt.Sprintf("%s could not be sent (%s); the connection was closed", what, detail), contracts.StateFailed)
 	return contracts.MarkNotSent(contracts.WithHint(contracts.WithReason(
 		fmt.Errorf("%s on %q could not be sent: %s; nothing reached the server: %w", what, id, detail, contracts.ErrUnavailable),
-		"not_sent"),
+		contracts.ReasonNotSent),
 		"the server is now failed ('pikoctl mcp status "+id+"' shows why); the call had no effect and can be made again once the server is back"))
 }
 

@@ -4,11 +4,11 @@ package mcpclient
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,30 +99,12 @@ func (c *countingRecords) started() []int {
 	return slices.Clone(c.leaders)
 }
 
-// lockedBuffer collects the supervisor's log for a failing test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type harness struct {
 	t    *testing.T
 	sup  *Supervisor
 	recs *countingRecords
 	bin  string
-	logs *lockedBuffer
+	logs *testsupport.Buffer
 }
 
 // newHarness starts a Supervisor. Cleanup closes it, checks that every
@@ -138,7 +120,7 @@ func newHarness(t *testing.T, limits CatalogLimits, options ...func(*Options)) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(runDir) })
-	logs := &lockedBuffer{}
+	logs := &testsupport.Buffer{}
 	h := &harness{t: t, recs: &countingRecords{memRecords: newMemRecords()}, bin: bin, logs: logs}
 	opts := Options{
 		Log: zerolog.New(logs), RunDir: runDir, Records: h.recs, ClientVersion: "test",

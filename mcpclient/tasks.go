@@ -34,7 +34,7 @@ const maxTaskIDLen = 512
 // tasksUnsupported is the refusal of a task request on a 2026-07-28
 // connection.
 func tasksUnsupported(server, version string) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "tasks_unsupported",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonTasksUnsupported,
 		"tasks are not part of this protocol revision: server %q speaks %s; nothing was sent", server, version),
 		"tasks exist only on legacy connections (2025-11-25); set the server's \"protocol\" to \"legacy\" to use them")
 }
@@ -47,7 +47,7 @@ func (s *Supervisor) checkTaskCall(sess *session, c *conn, tool contracts.Catalo
 	name := strconv.Quote(s.clip(tool.OriginalName, 200))
 	if !task {
 		if tool.TaskSupport == string(mcp.TaskSupportRequired) {
-			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "task_required",
+			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonTaskRequired,
 				"tool %s of server %q can only be called as a task (execution.taskSupport is required); nothing was sent", name, sess.cfg.ID),
 				"call it through extensions.mcp.call, which prepares a task-creating action")
 		}
@@ -59,12 +59,12 @@ func (s *Supervisor) checkTaskCall(sess *session, c *conn, tool contracts.Catalo
 	switch tool.TaskSupport {
 	case string(mcp.TaskSupportOptional), string(mcp.TaskSupportRequired):
 	default:
-		return contracts.Errorf(contracts.ErrInvalidArgument, "task_forbidden",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonTaskForbidden,
 			"tool %s of server %q does not support tasks (its execution.taskSupport is %s); nothing was sent",
 			name, sess.cfg.ID, strconv.Quote(orForbidden(tool.TaskSupport)))
 	}
 	if !c.caps.tasksToolCalls {
-		return sess.notOffered("task-augmented tool calls", "tasks.requests.tools.call")
+		return sess.notOffered("task-augmented tool calls", "tasks.requests.tools.call", contracts.ReasonTasksRequestsToolsCallNotOffered)
 	}
 	return nil
 }
@@ -84,11 +84,11 @@ func (s *Supervisor) taskOutcome(raw json.RawMessage) (*CallOutcome, error) {
 	}
 	if err := json.Unmarshal(raw, &r); err != nil || r.Task == nil {
 		return nil, contracts.WithReason(fmt.Errorf("the server answered a task-augmented call without a task (no CreateTaskResult); the outcome is unknown: %w",
-			contracts.ErrOutcomeUnknown), "invalid_result")
+			contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 	}
 	if err := s.checkTask(r.Task); err != nil {
 		return nil, contracts.WithReason(fmt.Errorf("the server's CreateTaskResult is invalid (%v); the outcome is unknown: %w",
-			err, contracts.ErrOutcomeUnknown), "invalid_result")
+			err, contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 	}
 	return &CallOutcome{Result: raw, Task: r.Task}, nil
 }
@@ -156,27 +156,27 @@ func (s *Supervisor) checkTaskRequest(sess *session, c *conn, req TaskRequest) e
 	switch req.Method {
 	case string(mcp.MethodTasksList):
 		if req.TaskID != "" {
-			return contracts.Errorf(contracts.ErrInvalidArgument, "unexpected_task", `op "list" takes no "taskId"`)
+			return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnexpectedTask, `op "list" takes no "taskId"`)
 		}
 	case string(mcp.MethodTasksGet), string(mcp.MethodTasksResult), string(mcp.MethodTasksCancel):
 		switch {
 		case req.TaskID == "":
-			return contracts.Errorf(contracts.ErrInvalidArgument, "missing_task", `missing "taskId": list the server's tasks with 'pikoctl mcp tasks %s'`, sess.cfg.ID)
+			return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingTask, `missing "taskId": list the server's tasks with 'pikoctl mcp tasks %s'`, sess.cfg.ID)
 		case len(req.TaskID) > maxTaskIDLen:
-			return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_task", `"taskId" is longer than %d bytes`, maxTaskIDLen)
+			return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidTask, `"taskId" is longer than %d bytes`, maxTaskIDLen)
 		case req.Cursor != "":
-			return contracts.Errorf(contracts.ErrInvalidArgument, "unexpected_cursor", `only op "list" takes a "cursor"`)
+			return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonUnexpectedCursor, `only op "list" takes a "cursor"`)
 		}
 	default:
 		return fmt.Errorf("unknown tasks method %q: %w", req.Method, contracts.ErrInvalidArgument)
 	}
 	switch {
 	case !c.caps.tasks:
-		return sess.notOffered("tasks", "tasks")
+		return sess.notOffered("tasks", "tasks", contracts.ReasonTasksNotOffered)
 	case req.Method == string(mcp.MethodTasksList) && !c.caps.tasksList:
-		return sess.notOffered("a list of its tasks", "tasks.list")
+		return sess.notOffered("a list of its tasks", "tasks.list", contracts.ReasonTasksListNotOffered)
 	case req.Method == string(mcp.MethodTasksCancel) && !c.caps.tasksCancel:
-		return sess.notOffered("task cancellation", "tasks.cancel")
+		return sess.notOffered("task cancellation", "tasks.cancel", contracts.ReasonTasksCancelNotOffered)
 	}
 	return nil
 }
@@ -203,7 +203,7 @@ func (s *Supervisor) Tasks(ctx context.Context, req TaskRequest) (*TaskAnswer, e
 		c = sess.conn
 		sess.mu.Unlock()
 		if c == nil || c.gen != req.Bound.ConnectionGeneration || sess.settings().ApprovalDigest(req.Method) != req.Bound.SettingsDigest {
-			return nil, contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "connection_changed",
+			return nil, contracts.MarkNotSent(contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonConnectionChanged,
 				"server %q is no longer connected with the connection and settings the approval was given for; nothing was sent", req.Server),
 				"a task lives in the session that created it: a new connection may not know it"))
 		}
@@ -240,11 +240,11 @@ func (s *Supervisor) Tasks(ctx context.Context, req TaskRequest) (*TaskAnswer, e
 			NextCursor string      `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil || r.Tasks == nil {
-			return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server's answer to tasks/list on %q has no list of tasks", req.Server)
+			return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server's answer to tasks/list on %q has no list of tasks", req.Server)
 		}
 		for i := range r.Tasks {
 			if err := s.checkTask(&r.Tasks[i]); err != nil {
-				return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server's answer to tasks/list on %q: %v", req.Server, err)
+				return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server's answer to tasks/list on %q: %v", req.Server, err)
 			}
 		}
 		ans.Tasks, ans.NextCursor = r.Tasks, s.clean(r.NextCursor, 1000)
@@ -252,13 +252,13 @@ func (s *Supervisor) Tasks(ctx context.Context, req TaskRequest) (*TaskAnswer, e
 		// GetTaskResult and CancelTaskResult are the task itself.
 		var t TaskState
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server's answer to %s on %q is not a task", req.Method, req.Server)
+			return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server's answer to %s on %q is not a task", req.Method, req.Server)
 		}
 		if err := s.checkTask(&t); err != nil {
-			return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server's answer to %s on %q: %v", req.Method, req.Server, err)
+			return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server's answer to %s on %q: %v", req.Method, req.Server, err)
 		}
 		if t.TaskID != req.TaskID {
-			return nil, contracts.Errorf(contracts.ErrUpstream, "invalid_result", "the server answered %s for task %s with task %s",
+			return nil, contracts.Errorf(contracts.ErrUpstream, contracts.ReasonInvalidResult, "the server answered %s for task %s with task %s",
 				req.Method, strconv.Quote(s.clip(req.TaskID, 80)), strconv.Quote(s.clip(t.TaskID, 80)))
 		}
 		ans.Task = &t

@@ -42,6 +42,11 @@ type Client struct {
 	obsMu      sync.Mutex
 	observers  map[uint64]func(method string, params json.RawMessage)
 	nObservers atomic.Int32
+
+	// apiOnce guards apiAdvice: checkAPI asks system.hello at most once
+	// per connection.
+	apiOnce   sync.Once
+	apiAdvice string
 }
 
 // Dial connects to the daemon's socket at path. A failure wraps both
@@ -214,7 +219,7 @@ func (c *Client) callID(ctx context.Context, grace time.Duration, num uint64, me
 	if err != nil {
 		var je *jsonrpc2.Error
 		if errors.As(err, &je) {
-			return fromJSONRPCError(je)
+			return c.checkAPI(ctx, method, fromJSONRPCError(je))
 		}
 		return c.lost(method, err)
 	}

@@ -45,6 +45,20 @@
 // jsonrpc2 a placeholder. $/cancelRequest, the lanes, the slots and the
 // terminal checks are pikod's too.
 //
+// Files, by concern:
+//
+//	listen.go                    the socket: its directory and modes, stale sockets,
+//	                             the listener, the peer's credentials (peercred_*.go)
+//	frame.go                     NDJSON framing with its caps, one parse per line
+//	server.go                    the server: connections, dispatch with its two lanes,
+//	                             replies, $/cancelRequest; budget.go the request slots;
+//	                             hangup.go a peer that hung up
+//	method.go                    the typed method rows (Handle[P, R]), exemptions
+//	peertty.go, peertty_*.go     the terminal checks of terminal-only methods
+//	client.go                    the Go client: calls, verdicts after cancelling,
+//	                             notifications
+//	apiversion.go                API versions: the mismatch advice and the client's check
+//
 // rpc knows nothing of MCP, settings, the vault or the ledger: handlers are
 // registered by the daemon. It may import only the standard library,
 // contracts (method names and the error-code table: errors cross the socket

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io/fs"
 	"net"
 	"os"
@@ -249,7 +250,7 @@ func TestListenCloseKeepsAReplacement(t *testing.T) {
 func TestListenRefusesOtherUIDs(t *testing.T) {
 	// The real other-uid case runs end to end; here the listener is told
 	// that our uid is someone else's, which drives the same branch.
-	var logs syncBuffer
+	var logs testsupport.Buffer
 	path := filepath.Join(shortDir(t), "p.sock")
 	ln, err := Listen(path, zerolog.New(&logs))
 	if err != nil {

@@ -164,7 +164,7 @@ func (m *Method) decodeError(err error) error {
 		return err
 	}
 	// Never echo the params: they hold secrets.
-	return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_params", "%s", m.secret)
+	return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidParams, "%s", m.secret)
 }
 
 // Decoded is the request's params as its method's row decoded them (a *P

@@ -42,7 +42,7 @@ func terminalRefusal(method string, te *TerminalError) *contracts.Error {
 		msg = te.Detail + ": " + method + " refused"
 	}
 	we := contracts.ToError(contracts.WithHint(
-		contracts.Errorf(contracts.ErrPermissionDenied, "terminal_required", "%s", msg),
+		contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonTerminalRequired, "%s", msg),
 		"run the pikoctl command yourself, in your own terminal (not through an agent, a script or a pipe)"))
 	we.Data.Check = te.Check
 	return we

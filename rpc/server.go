@@ -433,7 +433,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) refuse(nc net.Conn) {
 	defer nc.Close()
 	we := contracts.ToError(contracts.WithHint(
-		contracts.Errorf(contracts.ErrResourceExhausted, "too_many_connections",
+		contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonTooManyConnections,
 			"too many connections: pikod serves at most %d at once", s.maxConns),
 		"close clients that are idle, or wait for one to finish, and connect again"))
 	frame, err := json.Marshal(struct {
@@ -621,7 +621,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		s.reply(ctx, jc, cs.st, r.ID, nil, &contracts.Error{
 			Code:    contracts.CodeMethodNotFound,
 			Message: "method not found: " + r.Method,
-			Data:    &contracts.ErrorData{Reason: "method_not_found"},
+			Data:    &contracts.ErrorData{Reason: contracts.ReasonMethodNotFound},
 		}, log, early)
 		answered()
 		return
@@ -638,7 +638,7 @@ func (s *Server) dispatch(ctx context.Context, jc *jsonrpc2.Conn, cs *connState,
 		s.reply(ctx, jc, cs.st, r.ID, nil, &contracts.Error{
 			Code:    contracts.CodeInvalidRequest,
 			Message: fmt.Sprintf("invalid request: id %s is already in use by a request in flight", r.ID),
-			Data:    &contracts.ErrorData{Reason: "invalid_request"},
+			Data:    &contracts.ErrorData{Reason: contracts.ReasonInvalidRequest},
 		}, log, early)
 		answered()
 		return
@@ -723,7 +723,7 @@ func (s *Server) run(ctx context.Context, cs *connState, m Method, req *Request,
 	}
 	// Leave room for the envelope around the result.
 	if len(data) > s.maxFrame-256 {
-		return nil, contracts.ToError(contracts.Errorf(contracts.ErrResourceExhausted, "result_too_large",
+		return nil, contracts.ToError(contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonResultTooLarge,
 			"the result of %s is %d bytes, over the %d-byte frame limit", req.Method, len(data), s.maxFrame))
 	}
 	return data, nil
@@ -793,7 +793,7 @@ func (s *Server) admit(ctx context.Context, req *Request, exempt, decoded bool, 
 	}
 	if s.ownerCheck == nil {
 		log.Warn().Str("method", req.Method).Int("peer_pid", req.Peer.PID).Msg("terminal-only call refused: no owner check configured")
-		return contracts.Errorf(contracts.ErrPermissionDenied, "owner_check_unavailable",
+		return contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonOwnerCheckUnavailable,
 			"%s is terminal-only and this server has no owner check: refused", req.Method)
 	}
 	defer func() {
@@ -823,9 +823,9 @@ func (s *Server) wireError(method string, err error, log zerolog.Logger) *contra
 	if !hasClass(err) {
 		switch {
 		case errors.Is(err, context.Canceled):
-			err = contracts.Errorf(contracts.ErrCanceled, "canceled", "%s was canceled", method)
+			err = contracts.Errorf(contracts.ErrCanceled, contracts.ReasonCanceled, "%s was canceled", method)
 		case errors.Is(err, context.DeadlineExceeded):
-			err = contracts.Errorf(contracts.ErrDeadlineExceeded, "deadline_exceeded", "%s ran out of time", method)
+			err = contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonDeadlineExceeded, "%s ran out of time", method)
 		}
 	}
 	we := contracts.ToError(err)
@@ -928,7 +928,7 @@ func DecodeParams(raw json.RawMessage, v any) error {
 	we := &contracts.Error{
 		Code:    contracts.CodeInvalidParams,
 		Message: "invalid params: " + msg,
-		Data:    &contracts.ErrorData{Reason: "invalid_params"},
+		Data:    &contracts.ErrorData{Reason: contracts.ReasonInvalidParams},
 	}
 	if field != "" {
 		we.Message = "invalid params: " + field + ": " + msg

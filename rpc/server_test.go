@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net"
 	"os"
@@ -729,7 +730,7 @@ func TestServeShutdownLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestLogsNeverCarryParams(t *testing.T) {
-	var buf syncBuffer
+	var buf testsupport.Buffer
 	s := testServer(Options{Log: zerolog.New(&buf).Level(zerolog.DebugLevel)})
 	c := dial(t, startServer(t, s))
 	const canary = "canary-7f3e2a"
@@ -758,23 +759,6 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestServerFilterRewritesEveryFrame(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"os"
 	"os/exec"
 	"strings"
@@ -196,7 +197,7 @@ func terminalCases() (checked, free []callerCall) {
 // refused with terminal_required before its handler or the owner check
 // runs; exempt calls and every other method reach their handler.
 func TestTerminalOnlyMethodsRefuseWithoutTerminal(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf testsupport.Buffer
 	ts := newTableServer(Options{Log: zerolog.New(&logBuf)}, func(context.Context, *Request) error { return nil })
 	socket := startServer(t, ts.Server)
 	checked, free := terminalCases()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"os"
 	"os/exec"
@@ -226,60 +227,12 @@ func proxyMain() int {
 	return 0
 }
 
-// notifyBuffer is a syncBuffer that signals every write, so a test can
-// wait for output without polling.
-type notifyBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{}
-}
-
-func newNotifyBuffer() *notifyBuffer {
-	return &notifyBuffer{changed: make(chan struct{}, 1)}
-}
-
-func (b *notifyBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	n, err := b.buf.Write(p)
-	b.mu.Unlock()
-	select {
-	case b.changed <- struct{}{}:
-	default:
-	}
-	return n, err
-}
-
-func (b *notifyBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor waits until the output holds substr; done ends the wait early
-// (the writer has gone away).
-func (b *notifyBuffer) waitFor(t testing.TB, substr string, done <-chan struct{}) {
-	t.Helper()
-	deadline := time.After(waitTimeout)
-	for !strings.Contains(b.String(), substr) {
-		select {
-		case <-b.changed:
-		case <-done:
-			if !strings.Contains(b.String(), substr) {
-				t.Fatalf("the process ended before writing %q; output:\n%s", substr, b.String())
-			}
-			return
-		case <-deadline:
-			t.Fatalf("timed out after %v waiting for %q; output:\n%s", waitTimeout, substr, b.String())
-		}
-	}
-}
-
 // ttyProc is a process whose terminal is a pseudo-terminal the test
 // holds: it reads what the process writes there and types answers.
 type ttyProc struct {
 	cmd    *exec.Cmd
 	master *os.File
-	out    *notifyBuffer
+	out    *testsupport.Buffer
 	// copied closes once everything written to the terminal was read.
 	copied chan struct{}
 	done   chan struct{}
@@ -298,7 +251,7 @@ func startTTY(t testing.TB, cmd *exec.Cmd) *ttyProc {
 // (its owner, say) before the process starts.
 func startTTYWith(t testing.TB, cmd *exec.Cmd, prepare func(slave *os.File)) *ttyProc {
 	t.Helper()
-	p := &ttyProc{cmd: cmd, out: newNotifyBuffer(), copied: make(chan struct{}), done: make(chan struct{})}
+	p := &ttyProc{cmd: cmd, out: new(testsupport.Buffer), copied: make(chan struct{}), done: make(chan struct{})}
 	master, slave, err := pty.Open()
 	if err != nil {
 		t.Fatalf("opening a pseudo-terminal: %v", err)
@@ -357,7 +310,7 @@ func (p *ttyProc) exited() bool {
 // waitFor waits until the terminal shows substr.
 func (p *ttyProc) waitFor(t testing.TB, substr string) {
 	t.Helper()
-	p.out.waitFor(t, substr, p.done)
+	p.out.WaitFor(t, substr, p.done, waitTimeout)
 }
 
 // typeLine types s and Enter on the terminal.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net/http"
 	"os"
@@ -36,7 +37,7 @@ type hostDriver struct {
 	byseq  map[int]chan map[string]any
 	events chan map[string]any
 	done   chan struct{}
-	stderr syncBuffer
+	stderr testsupport.Buffer
 }
 
 // startHost starts a driver (argv) whose client runs pikoctl mcp serve
@@ -771,7 +772,7 @@ func TestBridgeHTTP(t *testing.T) {
 	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "mcp", "serve", "--http", "127.0.0.1:0")
 	cmd.Env = append(minimalEnv(t.TempDir()), "DBUS_SESSION_BUS_ADDRESS=disabled:")
 	detach(cmd)
-	var stderr syncBuffer
+	var stderr testsupport.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

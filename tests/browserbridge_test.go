@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // ownersChrome starts chromium headless with remote debugging on a free
@@ -87,7 +88,7 @@ func runBridge(t *testing.T, env []string, args ...string) (stdout, stderr strin
 	cmd := exec.CommandContext(ctx, bridgeBin, args...)
 	cmd.Env = env
 	detach(cmd)
-	var out, errb syncBuffer
+	var out, errb testsupport.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
@@ -169,7 +170,7 @@ func TestBrowserBridgeDesktop(t *testing.T) {
 	cmd := exec.Command(bridgeBin, "serve", "--dir", cfgDir)
 	cmd.Env = env
 	detach(cmd)
-	var serr syncBuffer
+	var serr testsupport.Buffer
 	cmd.Stderr = &serr
 	so, err := cmd.StdoutPipe()
 	if err != nil {

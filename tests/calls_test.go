@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net"
 	"os"
@@ -398,8 +399,8 @@ func TestCallProgress(t *testing.T) {
 // and stderr on a pseudo-terminal, where the progress bar goes.
 type progressRun struct {
 	cmd    *exec.Cmd
-	stdout syncBuffer
-	tty    *notifyBuffer
+	stdout testsupport.Buffer
+	tty    *testsupport.Buffer
 	done   chan struct{}
 }
 
@@ -409,7 +410,7 @@ func ctlProgress(t testing.TB, d *daemon, stdin string, args ...string) *progres
 	if err != nil {
 		t.Fatalf("opening a pseudo-terminal: %v", err)
 	}
-	p := &progressRun{tty: newNotifyBuffer(), done: make(chan struct{})}
+	p := &progressRun{tty: new(testsupport.Buffer), done: make(chan struct{})}
 	p.cmd = exec.Command(pikoctlBin, append([]string{"--socket", d.socket}, args...)...)
 	p.cmd.Env = minimalEnv(t.TempDir())
 	detach(p.cmd)
@@ -469,7 +470,7 @@ func TestCallCancel(t *testing.T) {
 	d := callsDaemon(t)
 	p := ctlProgress(t, d, `{"ms":20000}`, "mcp", "call", "fx", "sleep")
 	// The bar appears once the fixture reports progress: the call is out.
-	p.tty.waitFor(t, "[", p.done)
+	p.tty.WaitFor(t, "[", p.done, waitTimeout)
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"net"
 	"os"
 	"os/exec"
@@ -492,7 +493,7 @@ func TestLoggingLevelAndFollow(t *testing.T) {
 // ctlProc is a pikoctl run in the background.
 type ctlProc struct {
 	cmd      *exec.Cmd
-	out, err syncBuffer
+	out, err testsupport.Buffer
 	done     chan struct{}
 	code     int
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net"
 	"os"
@@ -130,31 +131,12 @@ func moduleRoot() (string, error) {
 	return abs, nil
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing and a test
-// reading at the same time.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is one spawned pikod process. done closes once it has been waited
 // for; code is its exit code then (-1 when killed by a signal).
 type proc struct {
 	cmd     *exec.Cmd
-	stdout  syncBuffer
-	stderr  syncBuffer
+	stdout  testsupport.Buffer
+	stderr  testsupport.Buffer
 	started time.Time
 	done    chan struct{}
 	code    int
@@ -733,7 +715,7 @@ type fixtureServer struct {
 	// acceptLog is the file the fixture appends a line to per accepted
 	// connection.
 	acceptLog string
-	stderr    syncBuffer
+	stderr    testsupport.Buffer
 	// done closes once the fixture process has been waited for.
 	done chan struct{}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"maps"
 	"net"
 	"os"
@@ -453,7 +454,7 @@ func processGroupMembers(t *testing.T, pgid int) []int {
 type everythingHTTP struct {
 	cmd    *exec.Cmd
 	port   int
-	output syncBuffer
+	output testsupport.Buffer
 	done   chan struct{}
 }
 

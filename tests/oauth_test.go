@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net/url"
 	"os"
@@ -582,7 +583,7 @@ func TestOAuthPaste(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb syncBuffer
+	var errb testsupport.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

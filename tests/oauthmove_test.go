@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/pikod/pikod/tests/testsupport"
 	"os/exec"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func TestOAuthServerMovesOneSignIn(t *testing.T) {
 type asyncCtl struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr syncBuffer
+	stderr testsupport.Buffer
 	done   chan struct{}
 }
 

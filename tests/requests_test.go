@@ -120,7 +120,7 @@ func TestInputRequired(t *testing.T) {
 		req.Message != "what is your name?" {
 		t.Fatalf("pending request %+v, want the form elicitation of ask", req)
 	}
-	call.tty.waitFor(t, "the server asks: what is your name? — answer with `pikoctl mcp respond "+req.ID+"`", call.done)
+	call.tty.WaitFor(t, "the server asks: what is your name? — answer with `pikoctl mcp respond "+req.ID+"`", call.done, waitTimeout)
 	out, code := respondOnPTY(t, d, req, "a", map[string]string{"name": "Ada"})
 	if code != 0 || !strings.Contains(out, "request "+req.ID+": answered") {
 		t.Fatalf("respond: exit %d; terminal:\n%s", code, out)
@@ -212,7 +212,7 @@ func TestRequestsEverything(t *testing.T) {
 			// Elicitation, answered: name typed, the rest defaults.
 			call := ctlProgress(t, d, `{}`, "mcp", "call", id, "trigger-elicitation-request")
 			req := waitPending(t, d, id)
-			call.tty.waitFor(t, "answer with `pikoctl mcp respond "+req.ID+"`", call.done)
+			call.tty.WaitFor(t, "answer with `pikoctl mcp respond "+req.ID+"`", call.done, waitTimeout)
 			if id == "ev-stdio" {
 				// Longer than the server's timeoutMs: the call waits for the
 				// owner, not for its timeout.

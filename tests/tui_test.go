@@ -226,7 +226,7 @@ func (s *tuiScreen) waitFor(substr string) {
 	deadline := time.After(waitTimeout)
 	for !strings.Contains(s.since(), substr) {
 		select {
-		case <-s.p.out.changed:
+		case <-s.p.out.Changed():
 		case <-s.p.done:
 			if !strings.Contains(s.since(), substr) {
 				s.t.Fatalf("pikoctl tui ended before showing %q; terminal:\n%s", substr, s.p.out.String())

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"io/fs"
 	"net"
 	"os"
@@ -872,50 +873,6 @@ func requireSecretService(t *testing.T) {
 	}
 }
 
-// startBus runs a private dbus-daemon (no service directories, so nothing
-// is activated behind the test's back) and returns its address.
-func startBus(t *testing.T, dir string) string {
-	t.Helper()
-	conf := filepath.Join(dir, "bus.conf")
-	err := os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=`+filepath.Join(dir, "bus")+`</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
-	cmd.Env = minimalEnv(dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting dbus-daemon: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("dbus-daemon printed no address: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(line)
-}
-
 // startKeyring runs gnome-keyring-daemon (secrets only) on the bus at addr
 // with its login keyring unlocked, and waits until it owns the Secret
 // Service name.
@@ -935,7 +892,7 @@ func startKeyring(t *testing.T, dir, addr string) *exec.Cmd {
 	cmd := exec.Command("gnome-keyring-daemon", "--foreground", "--components=secrets", "--unlock")
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader("test-password") // --unlock reads it to EOF
-	var stderr syncBuffer
+	var stderr testsupport.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -969,7 +926,7 @@ func TestVaultKeyring(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := startBus(t, dir)
+	addr := testsupport.PrivateBus(t, dir, minimalEnv(dir))
 	keyring := startKeyring(t, dir, addr)
 	onBus := withEnv("DBUS_SESSION_BUS_ADDRESS=" + addr)
 
@@ -1311,7 +1268,7 @@ func TestVaultMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := startBus(t, dir)
+	addr := testsupport.PrivateBus(t, dir, minimalEnv(dir))
 	startKeyring(t, dir, addr)
 
 	// The first start has no bus: auto chooses the file backend, for good.
@@ -1598,7 +1555,7 @@ func TestVaultMigrateCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := startBus(t, dir)
+	addr := testsupport.PrivateBus(t, dir, minimalEnv(dir))
 	startKeyring(t, dir, addr)
 	d := startDaemon(t, withPikodArgs("--vault", "auto"))
 	const n = 24

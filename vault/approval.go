@@ -56,7 +56,7 @@ func (h argonHash) String() string {
 
 func parseArgonHash(s string) (argonHash, error) {
 	bad := func(what string) (argonHash, error) {
-		return argonHash{}, contracts.Errorf(contracts.ErrFailedPrecondition, "passphrase_hash_invalid",
+		return argonHash{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonPassphraseHashInvalid,
 			"the approval passphrase hash in the vault is not a valid argon2id hash (%s)", what)
 	}
 	parts := strings.Split(s, "$")
@@ -110,15 +110,15 @@ func ValidateApprovalPassphrase(p Secret) error {
 	s := p.Reveal()
 	switch {
 	case !utf8.ValidString(s):
-		return contracts.Errorf(contracts.ErrInvalidArgument, "passphrase_invalid", "the approval passphrase is not valid UTF-8")
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonPassphraseInvalid, "the approval passphrase is not valid UTF-8")
 	case utf8.RuneCountInString(s) < contracts.PassphraseMinChars:
-		return contracts.Errorf(contracts.ErrInvalidArgument, "passphrase_too_short",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonPassphraseTooShort,
 			"the approval passphrase must have at least %d characters", contracts.PassphraseMinChars)
 	case len(s) > contracts.PassphraseMaxBytes:
-		return contracts.Errorf(contracts.ErrInvalidArgument, "passphrase_too_long",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonPassphraseTooLong,
 			"the approval passphrase must have at most %d bytes", contracts.PassphraseMaxBytes)
 	case strings.ContainsAny(s, "\x00\r\n"):
-		return contracts.Errorf(contracts.ErrInvalidArgument, "passphrase_invalid",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonPassphraseInvalid,
 			"the approval passphrase must not contain NUL, CR or LF")
 	}
 	return nil

@@ -31,6 +31,12 @@
 // value, with the Redactor itself. The approval passphrase is never a
 // redaction value: it never goes to a server.
 //
+// Credentials are bound to the server they were entered for: Identity
+// (identity.go) is the digest of what decides what runs or where the
+// request goes (a stdio server's command, arguments, working directory and
+// env; a remote one's URL and OAuth account), and the daemon stores and
+// checks it with every credential record.
+//
 // Backends are never chosen by falling through: Open asks keyring for
 // exactly one backend and checks what it got. "auto" picks the Keychain on
 // macOS, the Secret Service when the session bus answers within
@@ -104,6 +110,20 @@
 // "approvals/passphrase"; CheckApprovalPassphrase derives with the stored
 // parameters (bounded, so a tampered item cannot exhaust memory) and
 // compares in constant time.
+//
+// Files, by concern:
+//
+//	vault.go                  Open, the backends' common store, status, lock
+//	file.go                   the file backend (JWE items, key file or passphrase)
+//	secretservice.go          the Secret Service backend and the bus probe
+//	keychain*.go              the macOS Keychain backend
+//	migrate.go                moving every item to another backend
+//	owner_*.go                ownership checks of the vault's files
+//	secret.go                 Secret, which redacts itself
+//	redact.go, scope.go,      redaction: the Redactor, the views of a request,
+//	window.go                 windows of text
+//	approval.go               the owner approval passphrase (argon2id hash)
+//	identity.go               what credentials are bound to
 //
 // vault may import contracts, 99designs/keyring, godbus/dbus (keyring's own
 // D-Bus library, for the probe), a.pikod.internal/busenv, zerolog, the

@@ -78,7 +78,7 @@ type inventory struct {
 // directory or the key file. prefix starts the status note ("auto: ...").
 func (v *Vault) openFile(cfg Config, prefix string) error {
 	if cfg.Dir == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"the file vault needs a directory (Config.Dir)")
 	}
 	fv := &fileVault{dir: cfg.Dir, service: cfg.Service}
@@ -105,7 +105,7 @@ func (v *Vault) openFile(cfg Config, prefix string) error {
 	default:
 		if !exists(cfg.KeyFile) {
 			if inv.items > 0 || inv.hasCheck {
-				return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_missing",
+				return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyMissing,
 					"the key file %s is missing but %s holds a vault; nothing was written", cfg.KeyFile, fv.dir),
 					"restore the key file from your backup")
 			}
@@ -125,7 +125,7 @@ func (v *Vault) openFile(cfg Config, prefix string) error {
 		if inv.hasKDF {
 			hint = "this vault was made with a passphrase: use the file-unlock backend"
 		}
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_mismatch",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyMismatch,
 			"the vault key does not match the vault in %s: %s; nothing was written", fv.dir, hint), hint)
 	})
 	if err != nil {
@@ -142,7 +142,7 @@ func (v *Vault) openFile(cfg Config, prefix string) error {
 // openFileUnlock opens a passphrase vault in the locked state.
 func (v *Vault) openFileUnlock(cfg Config) error {
 	if cfg.Dir == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"the file vault needs a directory (Config.Dir)")
 	}
 	fv := &fileVault{dir: cfg.Dir, service: cfg.Service}
@@ -154,7 +154,7 @@ func (v *Vault) openFileUnlock(cfg Config) error {
 		return err
 	}
 	if !inv.hasKDF && (inv.items > 0 || inv.hasCheck) {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_mismatch",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyMismatch,
 			"the vault in %s was made with a key file, not a passphrase; nothing was written", fv.dir),
 			"use the file backend with its key file")
 	}
@@ -173,20 +173,20 @@ func (v *Vault) openFileUnlock(cfg Config) error {
 // the passphrase.
 func (v *Vault) Unlock(pass Secret) error {
 	if b := v.Backend(); b != BackendFileUnlock {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_not_lockable",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultNotLockable,
 			"the %s vault has no passphrase to unlock", b)
 	}
 	if pass.IsZero() {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument", "the passphrase is empty")
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument, "the passphrase is empty")
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_closed", "the vault is closed")
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultClosed, "the vault is closed")
 	}
 	// Again under mu: Migrate may have moved the vault meanwhile.
 	if v.backend != BackendFileUnlock {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_not_lockable",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultNotLockable,
 			"the %s vault has no passphrase to unlock", v.backend)
 	}
 	fv := v.file
@@ -203,7 +203,7 @@ func (v *Vault) Unlock(pass Secret) error {
 		return fmt.Errorf("unlocking the vault: %w", err)
 	}
 	wrong := func() error {
-		return contracts.Errorf(contracts.ErrPermissionDenied, "vault_wrong_passphrase",
+		return contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonVaultWrongPassphrase,
 			"wrong passphrase for the vault in %s; it stays locked and nothing was written", fv.dir)
 	}
 	if cur, ok := v.st.(*fileStore); ok {
@@ -233,7 +233,7 @@ func (v *Vault) Unlock(pass Secret) error {
 func (fv *fileVault) kdf(inv inventory) (kdfParams, bool, error) {
 	if !inv.hasKDF {
 		if inv.items > 0 || inv.hasCheck {
-			return kdfParams{}, false, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_mismatch",
+			return kdfParams{}, false, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyMismatch,
 				"the vault in %s was made with a key file, not a passphrase", fv.dir)
 		}
 		salt := make([]byte, 16)
@@ -249,11 +249,11 @@ func (fv *fileVault) kdf(inv inventory) (kdfParams, bool, error) {
 	}
 	var p kdfParams
 	if err := json.Unmarshal(b, &p); err != nil || p.Version != 1 || p.KDF != "pbkdf2-sha256" {
-		return kdfParams{}, false, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_corrupt",
+		return kdfParams{}, false, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultCorrupt,
 			"%s is not a pikod KDF file (want version 1, pbkdf2-sha256)", filepath.Join(fv.dir, kdfFileName))
 	}
 	if p.Iterations < minKDFIterations || p.Iterations > maxKDFIterations {
-		return kdfParams{}, false, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_corrupt",
+		return kdfParams{}, false, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultCorrupt,
 			"%s has an iteration count outside %d..%d", filepath.Join(fv.dir, kdfFileName), minKDFIterations, maxKDFIterations)
 	}
 	return p, false, nil
@@ -264,7 +264,7 @@ func (fv *fileVault) kdf(inv inventory) (kdfParams, bool, error) {
 func deriveKey(pass Secret, p kdfParams) (Secret, error) {
 	salt, err := base64.StdEncoding.DecodeString(p.Salt)
 	if err != nil || len(salt) < 8 {
-		return Secret{}, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_corrupt", "the KDF salt is invalid")
+		return Secret{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultCorrupt, "the KDF salt is invalid")
 	}
 	k, err := pbkdf2.Key(sha256.New, pass.Reveal(), salt, p.Iterations, 32)
 	if err != nil {
@@ -320,7 +320,7 @@ func (fv *fileVault) open(key Secret, inv inventory, timeout time.Duration, mism
 			return nil, mismatch()
 		}
 	case inv.items > 0:
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_mismatch",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyMismatch,
 			"%s holds %d items but no check item for service %q, so the key cannot be verified; nothing was written",
 			fv.dir, inv.items, fv.service), "check the instance name and the vault directory")
 	default:
@@ -457,14 +457,14 @@ func ensureDir(dir string) error {
 		return fmt.Errorf("checking the vault directory: %w", err)
 	}
 	if !fi.IsDir() {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_dir_invalid",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultDirInvalid,
 			"%s is not a directory (a symlink is refused too)", dir)
 	}
 	if err := checkOwner(dir, fi); err != nil {
 		return err
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_dir_mode",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultDirMode,
 			"the vault directory %s has mode %04o: it must be private to you (chmod 700 %s)", dir, fi.Mode().Perm(), dir),
 			"chmod 700 "+dir)
 	}
@@ -488,14 +488,14 @@ func readKeyFile(path string) (Secret, error) {
 		return Secret{}, fmt.Errorf("checking the vault key file: %w", err)
 	}
 	if !lfi.Mode().IsRegular() || !os.SameFile(lfi, fi) {
-		return Secret{}, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_file_invalid",
+		return Secret{}, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyFileInvalid,
 			"the vault key file %s must be a regular file (a symlink is refused)", path)
 	}
 	if err := checkOwner(path, fi); err != nil {
 		return Secret{}, err
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return Secret{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_file_mode",
+		return Secret{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyFileMode,
 			"the vault key file %s has mode %04o: it must be readable only by you (chmod 600 %s)", path, fi.Mode().Perm(), path),
 			"chmod 600 "+path)
 	}
@@ -505,7 +505,7 @@ func readKeyFile(path string) (Secret, error) {
 	}
 	k := strings.TrimSpace(string(b))
 	if len(b) > maxKeyLen || len(k) < minKeyLen {
-		return Secret{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_key_file_invalid",
+		return Secret{}, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultKeyFileInvalid,
 			"the vault key file %s must hold %d to %d bytes of key", path, minKeyLen, maxKeyLen),
 			"make one with: head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE")
 	}

@@ -14,11 +14,11 @@ import (
 // reporting an unavailable backend.
 func (v *Vault) openKeychain(cfg Config) error {
 	if runtime.GOOS != "darwin" {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_unavailable",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultUnavailable,
 			"the keychain backend exists only on macOS")
 	}
 	if !keychainBuilt {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_unavailable",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultUnavailable,
 			"the keychain backend needs a cgo build of pikod (CGO_ENABLED=1)")
 	}
 	ring, err := openRing(keyring.Config{

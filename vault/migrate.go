@@ -130,19 +130,19 @@ func CheckMigration(from, to string) error {
 	switch to {
 	case BackendKeychain, BackendSecretService, BackendFile, BackendFileUnlock:
 	case BackendAuto, "":
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"a migration needs a backend to move to: keychain, secret-service, file or file-unlock (auto is not a place)")
 	default:
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"unknown vault backend %q: use keychain, secret-service, file or file-unlock", to)
 	}
 	if to == from {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_migrate_same",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultMigrateSame,
 			"the vault already uses the %s backend: nothing to move", to),
 			"'pikoctl mcp status' shows the backend in use; name another one")
 	}
 	if samePlace(from, to) {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_migrate_same_place",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultMigrateSamePlace,
 			"the %s and %s backends keep their items in the same directory, so pikod cannot move them from one to the other", from, to),
 			"migrate to secret-service (or keychain) first, then to "+to+": moving away empties the directory")
 	}
@@ -189,10 +189,10 @@ func (v *Vault) Migrate(opts MigrateOptions) (MigrateResult, error) {
 		return res, err
 	}
 	if opts.Log == nil {
-		return res, contracts.Errorf(contracts.ErrInternal, "internal", "vault.Migrate needs a MigrationLog")
+		return res, contracts.Errorf(contracts.ErrInternal, contracts.ReasonInternal, "vault.Migrate needs a MigrationLog")
 	}
 	if v.Locked() {
-		return res, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked",
+		return res, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked,
 			"the vault is locked, so its items cannot be read to move them; nothing was changed"),
 			"run 'pikoctl vault unlock', then migrate")
 	}
@@ -209,7 +209,7 @@ func (v *Vault) Migrate(opts MigrateOptions) (MigrateResult, error) {
 	defer dst.Close()
 	if dst.Locked() {
 		if opts.Passphrase.IsZero() {
-			return res, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+			return res, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 				"moving to the file-unlock backend needs its passphrase; nothing was changed")
 		}
 		if err := dst.Unlock(opts.Passphrase); err != nil {
@@ -226,13 +226,13 @@ func (v *Vault) Migrate(opts MigrateOptions) (MigrateResult, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return res, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_closed", "the vault is closed")
+		return res, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultClosed, "the vault is closed")
 	}
 	if v.st == nil {
 		return res, errLocked()
 	}
 	if v.backend != from {
-		return res, contracts.Errorf(contracts.ErrFailedPrecondition, "vault_migrate_same",
+		return res, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultMigrateSame,
 			"another migration moved the vault to the %s backend meanwhile; nothing was changed", v.backend)
 	}
 	src := v.st
@@ -332,7 +332,7 @@ func (v *Vault) Migrate(opts MigrateOptions) (MigrateResult, error) {
 		}
 	}
 	if len(conflicts) > 0 && !opts.Overwrite {
-		return res, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_migrate_conflict",
+		return res, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultMigrateConflict,
 			"the %s backend already holds different values for %s (from an earlier use of it); nothing was changed",
 			to, strings.Join(conflicts, ", ")),
 			"add --overwrite to replace them with the values in use now, or start pikod with --vault "+to+" to look at them first")
@@ -480,7 +480,7 @@ func CleanUp(m Migration, switched bool, inUse string, cfg Config) error {
 		side, keys = m.From, m.Moved
 	}
 	if samePlace(side, inUse) {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_in_use",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultInUse,
 			"an interrupted migration left copies in the %s backend, which this pikod uses now; they stay", side),
 			"start pikod without --vault (it then uses the pinned backend) to let it remove them")
 	}
@@ -490,7 +490,7 @@ func CleanUp(m Migration, switched bool, inUse string, cfg Config) error {
 	if IsFileBackend(side) {
 		// Removing needs no key: the files are removed by name.
 		if cfg.Dir == "" {
-			return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument", "the file vault needs a directory (Config.Dir)")
+			return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument, "the file vault needs a directory (Config.Dir)")
 		}
 		return removeFileItems(filepath.Clean(cfg.Dir), cfg.Service, keys, switched || m.FreshTarget)
 	}

@@ -18,7 +18,7 @@ func checkOwner(path string, fi fs.FileInfo) error {
 		return nil
 	}
 	if uid := os.Getuid(); int(st.Uid) != uid {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_not_owner",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultNotOwner,
 			"%s is owned by uid %d, not by you (uid %d)", path, st.Uid, uid)
 	}
 	return nil

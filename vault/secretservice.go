@@ -31,7 +31,7 @@ const (
 // limits the probe: BusProbe under auto, OpTimeout when chosen explicitly.
 func (v *Vault) openSecretService(cfg Config, bound time.Duration) error {
 	if runtime.GOOS != "linux" {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_unavailable",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultUnavailable,
 			"the secret-service backend exists only on Linux")
 	}
 	addr := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
@@ -42,13 +42,13 @@ func (v *Vault) openSecretService(cfg Config, bound time.Duration) error {
 	if !slices.Contains(keyring.AvailableBackends(), keyring.SecretServiceBackend) {
 		// keyring registers the backend in init only if the session bus
 		// answered then; see the package comment.
-		return contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 			"the secret service answers now, but the session bus was not reachable when pikod started"),
 			"restart pikod with DBUS_SESSION_BUS_ADDRESS set to the session bus")
 	}
 	name, ok := collectionName(coll)
 	if !ok {
-		return contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+		return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 			"the secret service's default collection has an unexpected path %q", coll)
 	}
 	ring, err := openRing(keyring.Config{
@@ -77,16 +77,16 @@ func unlockedCheck(coll dbus.ObjectPath, name string) func() error {
 	return func() error {
 		conn, err := dbus.SessionBus() // keyring's cached connection
 		if err != nil {
-			return contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+			return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 				"the session bus connection failed: %v", err)
 		}
 		val, err := conn.Object(ssName, coll).GetProperty("org.freedesktop.Secret.Collection.Locked")
 		if err != nil {
-			return contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+			return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 				"asking the secret service about collection %q: %v", name, err)
 		}
 		if locked, _ := val.Value().(bool); locked {
-			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked",
+			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked,
 				"the secret service collection %q is locked", name),
 				"unlock your keyring (log in to the desktop session, or use Seahorse or KWalletManager)")
 		}
@@ -143,19 +143,19 @@ func probeSecretService(addr string, bound time.Duration) (dbus.ObjectPath, erro
 	dc := &deadlineConn{Conn: nc}
 	if err := nc.SetDeadline(deadline); err != nil {
 		nc.Close()
-		return "", contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "setting a deadline on the session bus: %v", err)
+		return "", contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable, "setting a deadline on the session bus: %v", err)
 	}
 	conn, err := dbus.NewConn(dc)
 	if err != nil {
 		nc.Close()
-		return "", contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "connecting to the session bus: %v", err)
+		return "", contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable, "connecting to the session bus: %v", err)
 	}
 	defer conn.Close()
 	fail := func(what string, err error) error {
 		if dc.timedOut.Load() {
 			return probeTimeout(bound)
 		}
-		return contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "%s: %v", what, err)
+		return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable, "%s: %v", what, err)
 	}
 	if err := conn.Auth(nil); err != nil {
 		return "", fail("authenticating to the session bus", err)
@@ -173,7 +173,7 @@ func probeSecretService(addr string, bound time.Duration) (dbus.ObjectPath, erro
 			return "", fail("asking the session bus for activatable services", err)
 		}
 		if !slices.Contains(names, ssName) {
-			return "", contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+			return "", contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 				"no secret service on the session bus (%s is neither running nor activatable)", ssName)
 		}
 	}
@@ -182,7 +182,7 @@ func probeSecretService(addr string, bound time.Duration) (dbus.ObjectPath, erro
 		return "", fail("asking the secret service for its default collection", err)
 	}
 	if coll == "/" || coll == "" {
-		return "", contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 			"the secret service has no default collection"),
 			"create a default keyring (e.g. with Seahorse) or use the file backend")
 	}
@@ -190,7 +190,7 @@ func probeSecretService(addr string, bound time.Duration) (dbus.ObjectPath, erro
 }
 
 func probeTimeout(bound time.Duration) error {
-	return contracts.Errorf(contracts.ErrUnavailable, "vault_timeout",
+	return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultTimeout,
 		"the session bus or the secret service did not answer within %s", bound)
 }
 
@@ -199,7 +199,7 @@ func probeTimeout(bound time.Duration) error {
 func dialBus(addr string, deadline time.Time) (net.Conn, error) {
 	switch addr {
 	case "", "autolaunch:":
-		return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+		return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 			"no session bus: DBUS_SESSION_BUS_ADDRESS is not set")
 	}
 	d := net.Dialer{Deadline: deadline}
@@ -218,9 +218,9 @@ func dialBus(addr string, deadline time.Time) (net.Conn, error) {
 		case transport == "disabled":
 			if bus := busenv.Result(); bus.Set == addr {
 				// busenv disabled it: say what it found.
-				return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable", "the session bus is disabled: %s", bus.Why)
+				return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable, "the session bus is disabled: %s", bus.Why)
 			}
-			return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+			return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 				"the session bus is disabled (DBUS_SESSION_BUS_ADDRESS=%s)", addr)
 		case transport == "unix" && kv["path"] != "":
 			network, target = "unix", kv["path"]
@@ -242,7 +242,7 @@ func dialBus(addr string, deadline time.Time) (net.Conn, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+	return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 		"cannot reach the session bus: %v", errors.Join(errs...))
 }
 

@@ -3,11 +3,11 @@
 package vault
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/tests/testsupport"
 	"net"
 	"os"
 	"os/exec"
@@ -159,52 +159,6 @@ func requireTool(t *testing.T, names ...string) {
 	}
 }
 
-// privateBus starts a dbus-daemon with a config of its own (no service
-// directories, so nothing is activated behind the test's back) and returns
-// its address.
-func privateBus(t *testing.T, dir string) string {
-	t.Helper()
-	conf := filepath.Join(dir, "bus.conf")
-	err := os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=`+filepath.Join(dir, "bus")+`</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DBUS_SESSION_BUS_ADDRESS=disabled:"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting dbus-daemon: %v", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	// dbus-daemon prints its address once it listens.
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("dbus-daemon printed no address: %v\n%s", err, stderr.String())
-	}
-	return strings.TrimSpace(line)
-}
-
 // TestSecretService runs the real Secret Service scenarios, each in a child
 // process on a private bus.
 func TestSecretService(t *testing.T) {
@@ -219,7 +173,7 @@ func TestSecretService(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(dir) })
-			addr := privateBus(t, dir)
+			addr := testsupport.PrivateBus(t, dir, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "DBUS_SESSION_BUS_ADDRESS=disabled:"})
 			for _, d := range []string{"home", "data", "run", "config", "cache"} {
 				os.MkdirAll(filepath.Join(dir, d), 0o700)
 			}

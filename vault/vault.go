@@ -149,7 +149,7 @@ func Open(cfg Config) (*Vault, error) {
 	case BackendFileUnlock:
 		err = v.openFileUnlock(cfg)
 	default:
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"unknown vault backend %q: use auto, keychain, secret-service, file or file-unlock", cfg.Backend)
 	}
 	if err != nil {
@@ -185,7 +185,7 @@ func (v *Vault) openAuto(cfg Config) error {
 		why = "no keyring backend on " + runtime.GOOS
 	}
 	if cfg.Dir == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument",
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"no keyring available (%s) and no vault directory configured for the file backend", why)
 	}
 	v.log.Warn().Str("reason", why).Msg("vault auto: using the file backend")
@@ -254,7 +254,7 @@ func (v *Vault) Set(name string, value []byte) error {
 			return fmt.Errorf("reading the item back: %w", err)
 		}
 		if !bytes.Equal(got, val) {
-			return contracts.Errorf(contracts.ErrInternal, "vault_verify_failed",
+			return contracts.Errorf(contracts.ErrInternal, contracts.ReasonVaultVerifyFailed,
 				"the %s backend returned a different value than was written", backend)
 		}
 		return nil
@@ -295,7 +295,7 @@ func (v *Vault) call(fn func(store) error) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "vault_closed", "the vault is closed")
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultClosed, "the vault is closed")
 	}
 	if v.st == nil {
 		return errLocked()
@@ -313,7 +313,7 @@ func (v *Vault) boundedLocked(fn func() error) error {
 		case <-v.stuck:
 			v.stuck = nil
 		default:
-			return contracts.Errorf(contracts.ErrUnavailable, "vault_timeout",
+			return contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultTimeout,
 				"the %s backend is still busy with an earlier call that timed out; try again later", v.backend)
 		}
 	}
@@ -341,7 +341,7 @@ func runBounded(d time.Duration, fn func() error) (chan struct{}, error) {
 	case <-done:
 		return nil, err
 	case <-t.C:
-		return done, contracts.Errorf(contracts.ErrUnavailable, "vault_timeout",
+		return done, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultTimeout,
 			"the keyring did not answer within %s (a keyring prompt may be waiting, or its daemon is stuck)", d)
 	}
 }
@@ -355,19 +355,19 @@ func (v *Vault) opError(what string, err error) error {
 	case errors.As(err, &ce), errors.Is(err, contracts.ErrUnavailable), errors.Is(err, contracts.ErrInternal):
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w", what, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+	return fmt.Errorf("%s: %w", what, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 		"the %s backend failed: %v", v.Backend(), err))
 }
 
 func errLocked() error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "vault_locked",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonVaultLocked,
 		"the vault is locked"), "run 'pikoctl vault unlock'")
 }
 
 // checkName refuses names no caller should produce.
 func checkName(name string) error {
 	if name == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "invalid_argument", "credential name is empty")
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument, "credential name is empty")
 	}
 	return nil
 }
@@ -441,13 +441,13 @@ func openRing(kc keyring.Config, d time.Duration, wantType string) (keyring.Keyr
 	})
 	if err != nil {
 		if errors.Is(err, keyring.ErrNoAvailImpl) {
-			return nil, contracts.Errorf(contracts.ErrUnavailable, "vault_unavailable",
+			return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonVaultUnavailable,
 				"the %s backend could not be opened", kc.AllowedBackends[0])
 		}
 		return nil, err
 	}
 	if got := fmt.Sprintf("%T", ring); got != wantType {
-		return nil, contracts.Errorf(contracts.ErrInternal, "internal",
+		return nil, contracts.Errorf(contracts.ErrInternal, contracts.ReasonInternal,
 			"keyring opened %s instead of the %s backend", got, kc.AllowedBackends[0])
 	}
 	return ring, nil

@@ -87,6 +87,7 @@ func (a *app) runBrowser(ctx context.Context, f browserFlags, entry string, extr
 	if err := a.call(ctx, contracts.MethodHello, contracts.HelloParams{APIVersion: contracts.APIVersion, ClientVersion: version}, &hello); err != nil {
 		return err
 	}
+	a.warnAPI(hello)
 	plan, err := a.planBrowser(f, entry, extra, hello.StateDir)
 	if err != nil {
 		return err
@@ -352,7 +353,7 @@ func findBrowser(flag, path string) (string, error) {
 	if flag != "" {
 		return "", usageErrorf("--browser %s is not found in PATH: give its absolute path", flag)
 	}
-	return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "no_browser",
+	return "", contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNoBrowser,
 		"no browser found in PATH (looked for %s)", strings.Join(browserNames, ", ")),
 		"install one (Debian: apt-get install chromium) or name it with --browser PATH")
 }

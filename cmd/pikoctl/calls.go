@@ -18,12 +18,6 @@ import (
 	"golang.org/x/term"
 )
 
-// Exit codes of calls that did not complete.
-const (
-	exitApprovalRequired = 4
-	exitUncertain        = 5
-)
-
 // statusExit is a call outcome that is reported by its exit code; the
 // result was already printed.
 type statusExit struct {
@@ -138,7 +132,7 @@ func (a *app) toolSchema(ctx context.Context, p contracts.CallParams) (json.RawM
 		}
 	}
 	return nil, contracts.WithHint(
-		contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "no connected server has a tool named %q", p.Name),
+		contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTool, "no connected server has a tool named %q", p.Name),
 		"name it as SERVER TOOL, or give the arguments with --args-json")
 }
 
@@ -603,7 +597,7 @@ approves nothing ("cancelled: nothing was approved", exit 130).`,
 			}
 			err = a.runCall(cmd.Context(), contracts.MethodMCPActionsApprove, params)
 			var ce *contracts.Error
-			if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == "passphrase_required" {
+			if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == contracts.ReasonPassphraseRequired {
 				// Set since we asked: the refusal came before anything ran.
 				if params.Passphrase, err = askPassphrase(tty, "an approval passphrase is set; approval passphrase: "); err != nil {
 					return err
@@ -763,13 +757,13 @@ func (a *app) resolveActionID(ctx context.Context, id string) (string, error) {
 	case 1:
 		return match[0], nil
 	case 0:
-		return "", contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, "unknown_action", "no action id starts with %q", id),
+		return "", contracts.WithHint(contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownAction, "no action id starts with %q", id),
 			"'pikoctl mcp actions' lists them")
 	}
 	n := len(match)
 	if n > 5 {
 		match = append(match[:5], "...")
 	}
-	return "", contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "ambiguous_action",
+	return "", contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonAmbiguousAction,
 		"%q is the start of %d action ids: %s", id, n, strings.Join(match, ", ")), "type more of the id")
 }

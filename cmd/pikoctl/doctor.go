@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/rpc"
 	"github.com/spf13/cobra"
 )
 
@@ -86,8 +87,8 @@ func (a *app) doctor(ctx context.Context) []doctorCheck {
 		add("fail", "daemon", "not answering: %v", err)
 	} else {
 		daemonUp = true
-		if hello.APIVersion != contracts.APIVersion {
-			add("warn", "daemon", "pikod %s speaks API %s, this pikoctl %s: install matching versions", hello.DaemonVersion, hello.APIVersion, contracts.APIVersion)
+		if advice := rpc.APIAdvice(hello); advice != "" {
+			add("warn", "daemon", "%s", advice)
 		} else {
 			add("ok", "daemon", "pikod %s, pid %d, instance %s, up since %s, state %s", hello.DaemonVersion, hello.PID, hello.Instance, hello.StartedAt, hello.StateDir)
 		}

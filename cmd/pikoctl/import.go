@@ -217,12 +217,12 @@ func parseImport(name string, in []byte) (*importPlan, map[string]vscodeInput, e
 	if strings.EqualFold(filepath.Ext(name), ".toml") || !looksJSON(in) {
 		var doc map[string]any
 		if _, err := toml.Decode(string(in), &doc); err != nil {
-			return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import",
+			return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport,
 				"%s is neither JSON nor TOML: %v", name, err)
 		}
 		servers, ok := doc["mcp_servers"].(map[string]any)
 		if !ok {
-			return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import",
+			return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport,
 				"%s has no [mcp_servers] table (a Codex config.toml names each server [mcp_servers.NAME])", name)
 		}
 		plan := &importPlan{Format: formatCodex}
@@ -233,11 +233,11 @@ func parseImport(name string, in []byte) (*importPlan, map[string]vscodeInput, e
 	}
 	clean, err := stripJSONC(in)
 	if err != nil {
-		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import", "reading %s: %v", name, err)
+		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport, "reading %s: %v", name, err)
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(clean, &doc); err != nil {
-		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import", "reading %s: %v", name, err)
+		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport, "reading %s: %v", name, err)
 	}
 	format := formatMCPServers
 	raw, ok := doc["mcpServers"]
@@ -255,19 +255,19 @@ func parseImport(name string, in []byte) (*importPlan, map[string]vscodeInput, e
 		rawInputs = doc["inputs"]
 	}
 	if !ok {
-		return nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import",
+		return nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport,
 			"%s has neither \"mcpServers\" nor \"servers\"", name),
 			"import reads Claude Desktop and Cursor (mcpServers), VS Code (servers) and Codex ([mcp_servers] TOML) files")
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import", "reading %s: the servers are not an object of named entries", name)
+		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport, "reading %s: the servers are not an object of named entries", name)
 	}
 	inputs := map[string]vscodeInput{}
 	if len(rawInputs) > 0 {
 		var list []vscodeInput
 		if err := json.Unmarshal(rawInputs, &list); err != nil {
-			return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_import", "reading %s: \"inputs\" is not a list of inputs", name)
+			return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidImport, "reading %s: \"inputs\" is not a list of inputs", name)
 		}
 		for _, in := range list {
 			inputs[in.ID] = in

@@ -101,7 +101,7 @@ func (a *app) appConfigFile(dir, file string) (string, error) {
 		}
 		return a.inHome(".config", dir, file)
 	}
-	return "", contracts.Errorf(contracts.ErrFailedPrecondition, "unsupported_os",
+	return "", contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonUnsupportedOS,
 		"finding the configuration file on %s: only linux and darwin are supported", a.goos)
 }
 
@@ -222,13 +222,13 @@ func (h *hostSpec) openEditor(path string, src []byte) (hostEditor, []hostEntry,
 		}
 	}
 	if err != nil {
-		return nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "invalid_host_file",
+		return nil, nil, contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidHostFile,
 			"cannot edit %s (%s's %s configuration): %v; nothing was written", path, h.title, h.formatName(), err),
 			"fix the file (or move it away to start a new one) and run the command again")
 	}
 	ents, err := ed.entries()
 	if err != nil {
-		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_host_file", "reading %s: %v; nothing was written", path, err)
+		return nil, nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidHostFile, "reading %s: %v; nothing was written", path, err)
 	}
 	for i := range ents {
 		ents[i].isBridge = isBridgeEntry(ents[i].Command, ents[i].Args)
@@ -393,7 +393,7 @@ func readHostFile(path string, project bool) (*hostFile, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", f.path, err)
 	case !fi.Mode().IsRegular():
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_host_file", "%s is not a regular file", f.path)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidHostFile, "%s is not a regular file", f.path)
 	}
 	if f.src, err = os.ReadFile(f.path); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", f.path, err)
@@ -462,7 +462,7 @@ func (f *hostFile) write(data []byte, dirMode fs.FileMode) error {
 	}
 	now, rerr := os.ReadFile(f.path)
 	if f.existed && (rerr != nil || !bytes.Equal(now, f.src)) || !f.existed && rerr == nil {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "host_file_changed",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonHostFileChanged,
 			"%s changed while pikoctl was editing it (the host may have written it): nothing was written; run the command again", f.path)
 	}
 	if err := os.Rename(name, f.path); err != nil {
@@ -509,7 +509,7 @@ func readRecord(path string) (*removedRecord, error) {
 	}
 	var r removedRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_record",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidRecord,
 			"%s is not a record pikoctl wrote (%v): fix or remove it; nothing was written", path, err)
 	}
 	return &r, nil
@@ -592,7 +592,7 @@ func (a *app) runInstall(ctx context.Context, hostName string, o installOptions)
 	case cur == nil:
 		rep.Changes = append(rep.Changes, installChange{"add", o.name, what})
 	case !cur.isBridge && !o.force:
-		return contracts.WithHint(contracts.Errorf(contracts.ErrAlreadyExists, "entry_exists",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrAlreadyExists, contracts.ReasonEntryExists,
 			"%s already has a server named %q that is not pikod's bridge (it runs %s): nothing was written",
 			f.path, o.name, clip(describeEntry(*cur), 120)),
 			"choose another name with --name, or replace that entry with --force (the backup keeps it)")
@@ -727,7 +727,7 @@ func (a *app) runUninstall(_ context.Context, hostName string, o installOptions)
 	}
 	if cur := findEntry(ents, o.name); cur != nil {
 		if !cur.isBridge {
-			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "not_bridge",
+			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNotBridge,
 				"%q in %s is not pikod's bridge (it runs %s): nothing was removed", o.name, f.path, clip(describeEntry(*cur), 120)),
 				"name the bridge's entry with --name")
 		}

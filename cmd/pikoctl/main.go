@@ -21,12 +21,17 @@ import (
 // version is the build's version, set with -ldflags "-X main.version=...".
 var version = "dev"
 
-// Exit codes.
+// Exit codes, all of them: exitCodes below says what each means.
 const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
 	exitUnreachable = 3
+	// exitApprovalRequired and exitUncertain end calls that did not
+	// complete: prepared as an action (nothing was sent), or sent with an
+	// unknown outcome.
+	exitApprovalRequired = 4
+	exitUncertain        = 5
 	// exitInterrupted is a shell's status for a process ended by SIGINT:
 	// Ctrl-C at a prompt, which approved, sent and saved nothing.
 	exitInterrupted = 130

@@ -107,7 +107,7 @@ func foreignSettings(name string, in []byte) error {
 	if name == "-" {
 		what, how = "stdin", "pipe it to 'pikoctl mcp import -' instead to add its servers"
 	}
-	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "foreign_settings",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonForeignSettings,
 		"%s holds another client's MCP configuration (%s), not pikod settings ({\"servers\":[...]}): nothing was saved", what, plan.Format),
 		how+" (a dry run that shows what would be added; --apply saves them)")
 }

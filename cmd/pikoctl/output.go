@@ -25,7 +25,7 @@ func readInput(r io.Reader, what string) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
 	if len(b) > maxInput {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "input_too_large",
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInputTooLarge,
 			"reading %s: larger than %d MiB, the daemon's message limit", what, maxInput>>20)
 	}
 	return b, nil
@@ -58,10 +58,10 @@ func parseObject(b []byte, what string, quote bool) (json.RawMessage, error) {
 		if !quote {
 			msg += " (the text is not shown: it may hold secrets)"
 		}
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_json", "parsing %s: %s", what, msg)
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidJSON, "parsing %s: %s", what, msg)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "invalid_json", "parsing %s: want a JSON object {...}, got %s", what, jsonKind(v))
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidJSON, "parsing %s: want a JSON object {...}, got %s", what, jsonKind(v))
 	}
 	return json.RawMessage(b), nil
 }

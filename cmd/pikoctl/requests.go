@@ -491,14 +491,14 @@ you would not give that server.`,
 				}
 				err = a.sendAnswer(cmd.Context(), tty, r, gate, &params, &res)
 				var ce *contracts.Error
-				if errors.As(err, &ce) && ce.Reason() == "answer_invalid" && attempt < 2 && !decline && !cancel {
+				if errors.As(err, &ce) && ce.Reason() == contracts.ReasonAnswerInvalid && attempt < 2 && !decline && !cancel {
 					// pikod's check of the whole answer found what the
 					// checks of each field did not: nothing was sent,
 					// and the request still waits. Ask again.
 					fmt.Fprintf(a.stderr, "\nnot sent: %s\nanswer again:\n", cleanLines(ce.Message))
 					continue
 				}
-				if !errors.As(err, &ce) || ce.Reason() != "proposal_changed" || attempt >= 2 {
+				if !errors.As(err, &ce) || ce.Reason() != contracts.ReasonProposalChanged || attempt >= 2 {
 					break
 				}
 				// A local tool replaced the proposal after it was shown:
@@ -546,7 +546,7 @@ func (a *app) sendAnswer(ctx context.Context, tty ttyIO, r *contracts.ServerRequ
 	}
 	err = a.call(ctx, contracts.MethodMCPRequestsRespond, *params, res)
 	var ce *contracts.Error
-	if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == "passphrase_required" {
+	if params.Passphrase == "" && errors.As(err, &ce) && ce.Reason() == contracts.ReasonPassphraseRequired {
 		if params.Passphrase, err = askPassphrase(tty, pikodAsks(r)+"an approval passphrase is set; pikod's approval passphrase: "); err != nil {
 			return err
 		}

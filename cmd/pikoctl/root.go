@@ -162,6 +162,16 @@ func (a *app) connect(ctx context.Context) (*rpc.Client, error) {
 	return c, nil
 }
 
+// warnAPI warns on stderr when pikod speaks another API than this
+// pikoctl, saying what to upgrade (rpc.APIAdvice). Commands that ask
+// system.hello anyway call it; on every other connection the rpc client
+// asks when the daemon refuses a method or its params (rpc.Client).
+func (a *app) warnAPI(hello contracts.HelloResult) {
+	if advice := rpc.APIAdvice(hello); advice != "" {
+		fmt.Fprintf(a.stderr, "pikoctl: warning: %s\n", clean(advice))
+	}
+}
+
 // startHint says how to start pikod for instance and socket.
 func (a *app) startHint(instance, socket string) string {
 	start := "pikod --instance " + instance

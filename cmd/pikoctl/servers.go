@@ -75,7 +75,7 @@ func serverIndex(s *contracts.MCPSettings, id string) int {
 
 func serverNotFound(id string) error {
 	return contracts.WithHint(
-		contracts.Errorf(contracts.ErrNotFound, "unknown_server", "no server %q is configured", id),
+		contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownServer, "no server %q is configured", id),
 		"'pikoctl mcp status' lists the configured servers; add one with 'pikoctl mcp add'")
 }
 
@@ -149,7 +149,7 @@ and add says so; the rest stay in the settings.`,
 			}
 			if serverIndex(s, srv.ID) >= 0 {
 				return contracts.WithHint(
-					contracts.Errorf(contracts.ErrAlreadyExists, "server_exists", "server %q is already configured", srv.ID),
+					contracts.Errorf(contracts.ErrAlreadyExists, contracts.ReasonServerExists, "server %q is already configured", srv.ID),
 					"change it with 'pikoctl mcp edit "+srv.ID+"', or remove it first with 'pikoctl mcp remove "+srv.ID+"'")
 			}
 			s.Servers = append(s.Servers, srv)
@@ -489,7 +489,7 @@ approvable.`,
 			return a.changeServer(cmd.Context(), server, dryRun, func(s *contracts.ServerSettings) error {
 				if autonomous && s.Tools == nil {
 					return contracts.WithHint(
-						contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
+						contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonToolsRequired,
 							"server %q selects every tool (no tools list), and autonomousTools needs an explicit one", s.ID),
 						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...]), then grant again")
 				}
@@ -589,7 +589,7 @@ running server at once: nothing restarts.`,
 			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
 				if deselect && s.Tools == nil {
 					return contracts.WithHint(
-						contracts.Errorf(contracts.ErrInvalidArgument, "tools_required",
+						contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonToolsRequired,
 							"server %q selects every tool (no tools list): one cannot be deselected", s.ID),
 						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...])")
 				}
@@ -781,7 +781,7 @@ func (a *app) edit(ctx context.Context, id, from string) error {
 			return nil
 		}
 		var ce *contracts.Error
-		moved := errors.As(err, &ce) && ce.Reason() == "revision_moved"
+		moved := errors.As(err, &ce) && ce.Reason() == contracts.ReasonRevisionMoved
 		if moved || !a.stdinIsTerminal() {
 			// Said here: report prints a daemon error's own hint only.
 			fmt.Fprintln(a.stderr, kept())

@@ -290,7 +290,7 @@ func (a *app) findPikod(flag string) (string, error) {
 	if p, err := a.lookPath("pikod"); err == nil {
 		return filepath.Abs(p)
 	}
-	return "", contracts.Errorf(contracts.ErrNotFound, "pikod_not_found",
+	return "", contracts.Errorf(contracts.ErrNotFound, contracts.ReasonPikodNotFound,
 		"finding the pikod binary: it is neither next to pikoctl nor in PATH; pass --pikod /absolute/path/to/pikod")
 }
 
@@ -300,7 +300,7 @@ func checkExecutable(path string) error {
 		return fmt.Errorf("checking the pikod binary: %w", err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return contracts.Errorf(contracts.ErrInvalidArgument, "not_executable", "checking the pikod binary: %s is not an executable file", path)
+		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonNotExecutable, "checking the pikod binary: %s is not an executable file", path)
 	}
 	return nil
 }
@@ -325,7 +325,7 @@ func (a *app) serviceFile(goos string, o serviceOptions) (content, path string, 
 		}
 		return launchdPlist(o), filepath.Join(home, "Library", "LaunchAgents", launchdLabel(o.Instance)+".plist"), nil
 	}
-	return "", "", contracts.Errorf(contracts.ErrFailedPrecondition, "unsupported_os",
+	return "", "", contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonUnsupportedOS,
 		"generating a service for %s: only linux (systemd) and darwin (launchd) are supported", goos)
 }
 
@@ -350,7 +350,7 @@ func installFile(path string, content []byte, force bool) (written bool, err err
 	case err == nil && bytes.Equal(old, content):
 		return false, nil
 	case err == nil && !force:
-		return false, contracts.Errorf(contracts.ErrAlreadyExists, "file_exists",
+		return false, contracts.Errorf(contracts.ErrAlreadyExists, contracts.ReasonFileExists,
 			"refusing to overwrite %s: it differs from the generated file; compare it with 'pikoctl service print', then rerun with --force", path)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("reading the existing %s: %w", path, err)
@@ -430,7 +430,7 @@ vault) is not touched.`,
 				return fmt.Errorf("reading %s: %w", path, err)
 			}
 			if !bytes.Contains(b, []byte(generatedMark)) {
-				return contracts.Errorf(contracts.ErrFailedPrecondition, "not_generated",
+				return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonNotGenerated,
 					"refusing to remove %s: pikoctl did not write it", path)
 			}
 			var stop []string
@@ -507,6 +507,7 @@ func (a *app) newServiceStatusCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "daemon:  not answering\n")
 			} else {
 				fmt.Fprintf(a.stdout, "daemon:  pikod %s, pid %d\n", clean(hello.DaemonVersion), hello.PID)
+				a.warnAPI(hello)
 			}
 			return nil
 		},

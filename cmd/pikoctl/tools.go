@@ -25,7 +25,7 @@ func (a *app) findTool(ctx context.Context, server, tool string) (contracts.Cata
 			return t, &cat, nil
 		}
 	}
-	err := contracts.Errorf(contracts.ErrNotFound, "unknown_tool", "server %q has no tool %q", server, tool)
+	err := contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownTool, "server %q has no tool %q", server, tool)
 	if !cat.Complete {
 		return contracts.CatalogTool{}, &cat, contracts.WithHint(err, "its catalog is incomplete ("+clean(cat.Problem)+"): the tool may exist but was not listed")
 	}

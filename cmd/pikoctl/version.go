@@ -46,10 +46,7 @@ func (a *app) newVersionCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &hello); err != nil {
 				return fmt.Errorf("decoding the system.hello result: %w", err)
 			}
-			if hello.APIVersion != contracts.APIVersion {
-				fmt.Fprintf(a.stderr, "pikoctl: warning: pikod speaks api %q but this pikoctl speaks api %q; some commands may fail until both are upgraded to the same release\n",
-					clean(hello.APIVersion), contracts.APIVersion)
-			}
+			a.warnAPI(hello)
 			if a.jsonOut {
 				out := versionOutput{Daemon: raw}
 				out.Client.Version, out.Client.APIVersion = version, contracts.APIVersion

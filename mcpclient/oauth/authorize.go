@@ -43,7 +43,7 @@ func NewSecrets() (state, verifier string, err error) {
 // file:, a custom handler) is refused.
 func (r *AuthorizationRequest) URL() (string, error) {
 	if err := checkEndpoint(r.Endpoint); err != nil {
-		return "", contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_authorization_endpoint",
+		return "", contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadAuthorizationEndpoint,
 			"the authorization endpoint cannot be shown as a link to open: %v", err)
 	}
 	cfg := oauth2.Config{
@@ -94,12 +94,12 @@ func SameState(a, b string) bool {
 func CheckIssuer(r CallbackResult, recorded string, required bool) error {
 	switch {
 	case r.HasIss && r.Iss != recorded:
-		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "issuer_mismatch",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonIssuerMismatch,
 			"the authorization response came from issuer %s, not from %s, the server this sign-in was started with: pikod did not use it",
 			safeURL(r.Iss), safeURL(recorded)),
 			"someone may be mixing up authorization servers; start again with 'pikoctl mcp auth SERVER'")
 	case !r.HasIss && required:
-		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, "issuer_missing",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrPermissionDenied, contracts.ReasonIssuerMissing,
 			"the authorization response has no iss although %s says it always sends one: pikod did not use it", safeURL(recorded)),
 			"start again with 'pikoctl mcp auth SERVER'")
 	}
@@ -144,7 +144,7 @@ func (r CallbackResult) Refusal() error {
 // redirect URI's exactly.
 func ParseRedirect(pasted, redirectURI string) (url.Values, error) {
 	bad := func(why string) error {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "oauth_bad_redirect", "the pasted URL %s", why),
+		return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonOAuthBadRedirect, "the pasted URL %s", why),
 			fmt.Sprintf("paste the whole address the browser was sent to; it starts with %s?", redirectURI))
 	}
 	u, err := url.Parse(strings.TrimSpace(pasted))

@@ -41,7 +41,7 @@ func ListenCallback(port int, state string) (*Callback, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		if port != 0 {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, "oauth_callback_port_busy",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonOAuthCallbackPortBusy,
 				"cannot listen for the sign-in callback on 127.0.0.1:%d: %v", port, errors.Unwrap(err)),
 				"another sign-in or program uses oauth.callbackPort: finish or cancel it, or choose another port")
 		}
@@ -107,7 +107,7 @@ func (c *Callback) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	res := ReadCallback(r.URL.Query())
 	if err := c.Offer(res); err != nil {
-		if contracts.ToError(err).Reason() == "oauth_callback_used" {
+		if contracts.ToError(err).Reason() == contracts.ReasonOAuthCallbackUsed {
 			answer(http.StatusBadRequest, "this sign-in was already completed or refused; start again with 'pikoctl mcp auth SERVER' if needed")
 		} else {
 			answer(http.StatusBadRequest, "this is not the sign-in pikod is waiting for (the state does not match); it was ignored")
@@ -133,10 +133,10 @@ func (c *Callback) Offer(res CallbackResult) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.used {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_callback_used", "%v", errUsed)
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthCallbackUsed, "%v", errUsed)
 	}
 	if !SameState(res.State, c.state) {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, "oauth_state_mismatch", "%v", errBadState),
+		return contracts.WithHint(contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonOAuthStateMismatch, "%v", errBadState),
 			"use the URL of the latest 'pikoctl mcp auth'; an older sign-in's redirect is not accepted")
 	}
 	c.used = true

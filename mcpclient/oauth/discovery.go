@@ -144,11 +144,11 @@ func (c *Client) getJSON(ctx context.Context, u string, v any) error {
 		return fmt.Errorf("reading %s: %w", safeURL(u), unwrapURLError(err))
 	}
 	if len(body) > MaxDocumentBytes {
-		return contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
+		return contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonOAuthDocumentTooLarge,
 			"%s is larger than %d bytes", safeURL(u), MaxDocumentBytes)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_document",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDocument,
 			"%s is not a valid JSON metadata document: %v", safeURL(u), jsonProblem(err))
 	}
 	return nil
@@ -179,7 +179,7 @@ type DiscoverOptions struct {
 func (c *Client) Discover(ctx context.Context, o DiscoverOptions) (*Discovery, error) {
 	server, err := url.Parse(o.ServerURL)
 	if err != nil || server.Host == "" {
-		return nil, contracts.Errorf(contracts.ErrInvalidArgument, "oauth_discovery_failed", "the server URL cannot be parsed")
+		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonOAuthDiscoveryFailed, "the server URL cannot be parsed")
 	}
 	d := &Discovery{}
 	if o.Challenge != nil {
@@ -195,7 +195,7 @@ func (c *Client) Discover(ctx context.Context, o DiscoverOptions) (*Discovery, e
 		var nf *notFound
 		if errors.As(err, &nf) {
 			if explicit {
-				return nil, contracts.Errorf(contracts.ErrUnavailable, "oauth_discovery_failed",
+				return nil, contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonOAuthDiscoveryFailed,
 					"the protected resource metadata the server advertised is not there: %s", nf.Error())
 			}
 			continue
@@ -219,7 +219,7 @@ func (c *Client) Discover(ctx context.Context, o DiscoverOptions) (*Discovery, e
 	}
 	d.Resource = prm.Resource
 	if len(prm.AuthorizationServers) == 0 {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_discovery_failed",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDiscoveryFailed,
 			"the protected resource metadata at %s lists no authorization server", safeURL(d.ResourceMetadataURL))
 	}
 	as := prm.AuthorizationServers[0]
@@ -232,7 +232,7 @@ func (c *Client) Discover(ctx context.Context, o DiscoverOptions) (*Discovery, e
 			}
 		}
 		if as == "" {
-			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "issuer_mismatch",
+			return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonIssuerMismatch,
 				"the server names the authorization server %s, but the settings pin issuer %s: pikod will not send this client's credentials to another authorization server",
 				quoteList(prm.AuthorizationServers, 3), safeURL(o.Issuer)),
 				"check with the server's operator; if the change is genuine, register a client there and change oauth.issuer and oauth.clientId")
@@ -315,7 +315,7 @@ func (c *Client) serverMetadata(ctx context.Context, issuer string) (*ServerMeta
 		}
 		return &md, u, nil
 	}
-	return nil, "", contracts.Errorf(contracts.ErrUnavailable, "oauth_discovery_failed",
+	return nil, "", contracts.Errorf(contracts.ErrUnavailable, contracts.ReasonOAuthDiscoveryFailed,
 		"no authorization server metadata for %s: %s", safeURL(issuer), strings.Join(tried, "; "))
 }
 
@@ -324,10 +324,10 @@ func (c *Client) serverMetadata(ctx context.Context, issuer string) (*ServerMeta
 // its endpoints are absolute http or https URLs.
 func checkMetadata(md *ServerMetadata, from, expected string) error {
 	if md.Issuer == "" {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_document", "the metadata at %s has no issuer", safeURL(from))
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDocument, "the metadata at %s has no issuer", safeURL(from))
 	}
 	if expected != "" && !SameIssuer(md.Issuer, expected) {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "issuer_mismatch",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonIssuerMismatch,
 			"the metadata at %s names issuer %s, not %s: pikod does not use it", safeURL(from), safeURL(md.Issuer), safeURL(expected))
 	}
 	for _, e := range []struct{ name, v string }{
@@ -340,12 +340,12 @@ func checkMetadata(md *ServerMetadata, from, expected string) error {
 			continue
 		}
 		if err := checkEndpoint(e.v); err != nil {
-			return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_document",
+			return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDocument,
 				"the metadata at %s has an unusable %s: %v", safeURL(from), e.name, err)
 		}
 	}
 	if md.TokenEndpoint == "" {
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_document", "the metadata at %s has no token_endpoint", safeURL(from))
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDocument, "the metadata at %s has no token_endpoint", safeURL(from))
 	}
 	return nil
 }
@@ -380,7 +380,7 @@ func checkEndpoint(raw string) error {
 func resourceMetadataURLs(server *url.URL, ch *Challenge) ([]string, bool, error) {
 	if ch != nil && ch.ResourceMetadata != "" {
 		if err := checkEndpoint(ch.ResourceMetadata); err != nil {
-			return nil, false, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_discovery_failed",
+			return nil, false, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDiscoveryFailed,
 				"the server advertised an unusable resource_metadata URL: %v", err)
 		}
 		return []string{ch.ResourceMetadata}, true, nil
@@ -401,11 +401,11 @@ func resourceMetadataURLs(server *url.URL, ch *Challenge) ([]string, bool, error
 func ServerMetadataURLs(issuer string) ([]string, error) {
 	u, err := url.Parse(issuer)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_discovery_failed",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDiscoveryFailed,
 			"the authorization server %s is not an absolute http(s) URL", safeURL(issuer))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_discovery_failed",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDiscoveryFailed,
 			"the authorization server %s has a query or fragment, which an issuer cannot have", safeURL(issuer))
 	}
 	origin := u.Scheme + "://" + u.Host
@@ -428,7 +428,7 @@ func ServerMetadataURLs(issuer string) ([]string, error) {
 // endpoint's path or a parent of it at a segment boundary.
 func checkResource(resource string, server *url.URL) error {
 	mismatch := func(why string) error {
-		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "resource_mismatch",
+		return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonResourceMismatch,
 			"the protected resource metadata is for %s, not for this server (%s): %s; pikod will not ask for a token for it",
 			safeURL(resource), safeURL(server.String()), why),
 			"the server's metadata is wrong or was tampered with; check the url in the settings and tell the server's operator")
@@ -499,7 +499,7 @@ func discoveryError(what string, err error) error {
 	if errors.As(err, &reasoned) && reasoned.Reason() != "" {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return contracts.WithReason(fmt.Errorf("%s: %w", what, withClass(err, contracts.ErrUnavailable)), "oauth_discovery_failed")
+	return contracts.WithReason(fmt.Errorf("%s: %w", what, withClass(err, contracts.ErrUnavailable)), contracts.ReasonOAuthDiscoveryFailed)
 }
 
 // withClass wraps err in class unless it already has a contracts class.

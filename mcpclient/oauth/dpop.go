@@ -66,7 +66,7 @@ type DPoPKey struct {
 func NewDPoPKey(alg string) (*DPoPKey, error) {
 	curve, _, ok := dpopCurve(alg)
 	if !ok {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthUnsupportedAlg,
 			"pikod cannot sign DPoP proofs with %q (it signs with %s)", clip(alg, 20), strings.Join(DPoPAlgs, ", "))
 	}
 	k, err := ecdsa.GenerateKey(curve, rand.Reader)
@@ -80,19 +80,19 @@ func NewDPoPKey(alg string) (*DPoPKey, error) {
 func ParseDPoPKey(alg, encoded string) (*DPoPKey, error) {
 	curve, _, ok := dpopCurve(alg)
 	if !ok {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key", "the stored DPoP key has the unknown algorithm %q", clip(alg, 20))
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDPoPKey, "the stored DPoP key has the unknown algorithm %q", clip(alg, 20))
 	}
 	der, err := base64.RawURLEncoding.DecodeString(encoded)
 	if err != nil {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key", "the stored DPoP key is not base64url")
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDPoPKey, "the stored DPoP key is not base64url")
 	}
 	parsed, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key", "the stored DPoP key is not a PKCS#8 private key")
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDPoPKey, "the stored DPoP key is not a PKCS#8 private key")
 	}
 	k, ok := parsed.(*ecdsa.PrivateKey)
 	if !ok || k.Curve != curve {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key", "the stored DPoP key is not an %s key", alg)
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDPoPKey, "the stored DPoP key is not an %s key", alg)
 	}
 	return newDPoPKey(alg, k)
 }
@@ -101,7 +101,7 @@ func newDPoPKey(alg string, k *ecdsa.PrivateKey) (*DPoPKey, error) {
 	_, size, _ := dpopCurve(alg)
 	pub, err := k.PublicKey.Bytes()
 	if err != nil || len(pub) != 1+2*size {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_dpop_key", "the DPoP key's public half cannot be encoded")
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadDPoPKey, "the DPoP key's public half cannot be encoded")
 	}
 	b64 := base64.RawURLEncoding.EncodeToString
 	jwk := map[string]string{"kty": "EC", "crv": k.Curve.Params().Name, "x": b64(pub[1 : 1+size]), "y": b64(pub[1+size:])}

@@ -111,7 +111,7 @@ func signInput(key any, alg, input string) ([]byte, error) {
 	case "ES512":
 		hash, size = crypto.SHA512, 66
 	default:
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg", "cannot sign with %q", clip(alg, 20))
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthUnsupportedAlg, "cannot sign with %q", clip(alg, 20))
 	}
 	digest := hashOf(hash, []byte(input))
 	switch k := key.(type) {
@@ -128,7 +128,7 @@ func signInput(key any, alg, input string) ([]byte, error) {
 		}
 		return sig, nil
 	}
-	return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_alg", "cannot sign with this key type")
+	return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthUnsupportedAlg, "cannot sign with this key type")
 }
 
 func hashOf(h crypto.Hash, b []byte) []byte {

@@ -184,27 +184,27 @@ func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, au
 		ExpiresIn       json.RawMessage `json:"expires_in"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadTokenResponse,
 			"the token response of %s is not valid JSON (%s)", safeURL(endpoint), jsonProblem(err))
 	}
 	if raw.AccessToken == "" {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadTokenResponse,
 			"the token response of %s has no access_token", safeURL(endpoint))
 	}
 	switch {
 	case want == TokenTypeDPoP && !strings.EqualFold(raw.TokenType, TokenTypeDPoP):
 		// RFC 9449 section 5: a token issued for a proof is a DPoP token;
 		// any other was not bound to pikod's key.
-		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_dpop_not_bound",
+		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthDPoPNotBound,
 			"the token response of %s has token_type %q, not DPoP: the authorization server did not bind the token to pikod's key %s, which the request proved; pikod does not use it",
 			safeURL(endpoint), clip(raw.TokenType, 40), opts.DPoP.Key.Thumbprint()),
 			"set oauth.dpop to false to use plain Bearer tokens with this authorization server, or check with its operator")
 	case want == TokenTypeBearer && !strings.EqualFold(raw.TokenType, TokenTypeBearer):
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadTokenResponse,
 			"the token response of %s has token_type %q; pikod asked for a Bearer token", safeURL(endpoint), clip(raw.TokenType, 40))
 	}
 	if strings.ContainsAny(raw.AccessToken, "\x00\r\n") || strings.ContainsAny(raw.RefreshToken, "\x00\r\n") {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadTokenResponse,
 			"the token response of %s holds a token with control characters", safeURL(endpoint))
 	}
 	out := &TokenResponse{AccessToken: raw.AccessToken, TokenType: raw.TokenType, RefreshToken: raw.RefreshToken,
@@ -213,7 +213,7 @@ func (c *Client) Token(ctx context.Context, endpoint string, form url.Values, au
 		s := strings.Trim(string(raw.ExpiresIn), `"`)
 		n, err := strconv.ParseFloat(s, 64)
 		if err != nil || n < 0 || n > 10*365*24*3600 {
-			return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_bad_token_response",
+			return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthBadTokenResponse,
 				"the token response of %s has an unusable expires_in", safeURL(endpoint))
 		}
 		out.ExpiresIn = time.Duration(n * float64(time.Second))
@@ -280,7 +280,7 @@ func (a ClientAuth) apply(form url.Values, header http.Header, now time.Time) er
 		form.Set("client_secret", a.Secret)
 	case contracts.AuthMethodPrivateKeyJWT:
 		if a.Key == nil {
-			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_private_key",
+			return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoPrivateKey,
 				"private_key_jwt needs the client's private key, and none is stored"),
 				`store it with 'pikoctl mcp secret SERVER' as {"oauthPrivateKey":"-----BEGIN PRIVATE KEY-----..."}`)
 		}
@@ -296,14 +296,14 @@ func (a ClientAuth) apply(form url.Values, header http.Header, now time.Time) er
 			form.Set("client_id", a.ClientID)
 		}
 	default:
-		return contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_unsupported_auth_method",
+		return contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthUnsupportedAuthMethod,
 			"token endpoint authentication %q is not supported", clip(a.Method, 40))
 	}
 	return nil
 }
 
 func errNoSecret(method string) error {
-	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_no_client_secret",
+	return contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthNoClientSecret,
 		"%s needs the client secret, and none is stored", method),
 		`store it with 'pikoctl mcp secret SERVER' as {"oauthClientSecret":"..."}`)
 }
@@ -381,7 +381,7 @@ func (c *Client) post(ctx context.Context, endpoint string, header http.Header, 
 		return 0, nil, nil, withClass(fmt.Errorf("reading the %s of %s: %w", w.answer, safeURL(endpoint), unwrapURLError(err)), contracts.ErrUnavailable)
 	}
 	if len(b) > MaxDocumentBytes {
-		return 0, nil, nil, contracts.Errorf(contracts.ErrResourceExhausted, "oauth_document_too_large",
+		return 0, nil, nil, contracts.Errorf(contracts.ErrResourceExhausted, contracts.ReasonOAuthDocumentTooLarge,
 			"the %s of %s is larger than %d bytes", w.answer, safeURL(endpoint), MaxDocumentBytes)
 	}
 	return resp.StatusCode, resp.Header, b, nil
@@ -413,7 +413,7 @@ func (c *Client) Register(ctx context.Context, endpoint string, r RegistrationRe
 	}
 	if status < 200 || status > 299 {
 		te, _ := errorAnswer(endpoint, status, b).(*TokenError)
-		return nil, contracts.WithReason(fmt.Errorf("registering a client: %w", te), "oauth_registration_refused")
+		return nil, contracts.WithReason(fmt.Errorf("registering a client: %w", te), contracts.ReasonOAuthRegistrationRefused)
 	}
 	var out struct {
 		ClientID        string `json:"client_id"`
@@ -422,11 +422,11 @@ func (c *Client) Register(ctx context.Context, endpoint string, r RegistrationRe
 		SecretExpiresAt int64  `json:"client_secret_expires_at"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_registration_refused",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthRegistrationRefused,
 			"the registration answer of %s is not valid JSON (%s)", safeURL(endpoint), jsonProblem(err))
 	}
 	if out.ClientID == "" || !printableASCII(out.ClientID) || len(out.ClientID) > 1024 {
-		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, "oauth_registration_refused",
+		return nil, contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonOAuthRegistrationRefused,
 			"the registration answer of %s has no usable client_id", safeURL(endpoint))
 	}
 	return &Registration{ClientID: out.ClientID, ClientSecret: out.ClientSecret, AuthMethod: out.AuthMethod,

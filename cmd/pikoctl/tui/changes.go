@@ -138,7 +138,7 @@ func (m *model) changeSaved(msg changeSavedMsg) tea.Cmd {
 		c.saving, c.dry = false, nil
 		c.problems = problemsOf(msg.err)
 		var ce *contracts.Error
-		if errors.As(msg.err, &ce) && ce.Reason() == "revision_moved" {
+		if errors.As(msg.err, &ce) && ce.Reason() == contracts.ReasonRevisionMoved {
 			c.problems = append(c.problems, "the settings were saved by someone else meanwhile: esc, then make the change again (it is read afresh)")
 		}
 		m.setFlash("nothing was saved: esc closes", true)

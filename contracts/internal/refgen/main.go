@@ -2,8 +2,9 @@
 // the source: the socket API (api.md) from contracts' method table and the
 // doc comments of its params and result types, every setting (settings.md)
 // from the settings types, and every error code and reason word
-// (errors.md) from contracts' code table and the Errorf and WithReason
-// calls of the whole module.
+// (errors.md) from contracts' code table, the reason constants of
+// contracts/reasons.go and the Errorf, WithReason and ErrorData uses of the
+// whole module (a reason given as a string literal fails the generation).
 //
 //	go generate ./contracts   (runs: go run ./internal/refgen -root ../ -out ../docs/reference)
 //

@@ -1,4 +1,4 @@
-package daemon
+package mcpclient
 
 import (
 	"encoding/json"
@@ -48,23 +48,23 @@ func TestRankTools(t *testing.T) {
 		{"graph query", "search_nodes"},
 		{"url", "fetch"},
 	} {
-		hits := rankTools(c.query, tools, 10)
+		hits := RankTools(c.query, tools, 10)
 		if len(hits) == 0 || hits[0].Tool != c.want {
-			t.Errorf("rankTools(%q) = %+v, want %s first", c.query, hits, c.want)
+			t.Errorf("RankTools(%q) = %+v, want %s first", c.query, hits, c.want)
 		}
 		for i := 1; i < len(hits); i++ {
 			if hits[i].Score > hits[i-1].Score {
-				t.Errorf("rankTools(%q) is not sorted by score: %+v", c.query, hits)
+				t.Errorf("RankTools(%q) is not sorted by score: %+v", c.query, hits)
 			}
 		}
 	}
-	if hits := rankTools("file", tools, 1); len(hits) != 1 {
+	if hits := RankTools("file", tools, 1); len(hits) != 1 {
 		t.Errorf("limit 1 gave %d hits", len(hits))
 	}
-	if hits := rankTools("the of and", tools, 10); len(hits) != 0 {
+	if hits := RankTools("the of and", tools, 10); len(hits) != 0 {
 		t.Errorf("a query of stop words matched %+v", hits)
 	}
-	if hits := rankTools("nothingmatches", tools, 10); hits == nil || len(hits) != 0 {
+	if hits := RankTools("nothingmatches", tools, 10); hits == nil || len(hits) != 0 {
 		t.Errorf("no match gave %#v, want an empty list", hits)
 	}
 }
