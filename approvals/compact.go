@@ -147,10 +147,12 @@ func (db *DB) Compact(ctx context.Context, minFree int64, ratio float64, force b
 		os.Remove(tmp)
 		return rep, fmt.Errorf("compacting %s: %w (the database is unchanged)", db.path, err)
 	}
-	// The copy, then catch-ups with calls running; the copy's pages go to
-	// disk meanwhile, so the last sync is of the last changes only.
+	// The copy (committed every 8 MiB: a transaction's pages are held in
+	// memory until it commits), then catch-ups with calls running; the
+	// copy's pages go to disk meanwhile, so the last sync is of the last
+	// changes only.
 	h.gate.RLock()
-	err = copyAll(ctx, dst, h.b, 64<<20)
+	err = copyAll(ctx, dst, h.b, 8<<20)
 	for i := 0; err == nil && i < 2; i++ {
 		if err = ctx.Err(); err != nil {
 			break
