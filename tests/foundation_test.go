@@ -370,7 +370,7 @@ func TestHostileFrames(t *testing.T) {
 			contracts.MethodMCPConnect, contracts.MethodMCPDisconnect, contracts.MethodMCPPing, contracts.MethodMCPCatalog, contracts.MethodMCPResource,
 			contracts.MethodMCPCall, contracts.MethodMCPActionsList, contracts.MethodMCPActionsReview,
 			contracts.MethodMCPActionsApprove, contracts.MethodMCPActionsResult, contracts.MethodSourceRead, contracts.MethodSecret, contracts.MethodVaultUnlock, contracts.MethodVaultMigrate,
-			contracts.MethodMCPReceipts, contracts.MethodMCPTrust, contracts.MethodPassphrase,
+			contracts.MethodMCPReceipts, contracts.MethodMCPCompact, contracts.MethodMCPTrust, contracts.MethodPassphrase,
 			contracts.MethodMCPResource, contracts.MethodMCPPrompt, contracts.MethodMCPComplete, contracts.MethodMCPSkills,
 			contracts.MethodMCPWatch, contracts.MethodMCPLogging,
 			contracts.MethodMCPAuth, contracts.MethodMCPAuthCancel, contracts.MethodMCPLogout,
