@@ -79,7 +79,7 @@ func CompactFile(path string, lockTimeout time.Duration, minFree int64, ratio fl
 	if err != nil {
 		return rep, fmt.Errorf("creating %s: %w", tmp, err)
 	}
-	if err := bolt.Compact(dst, src, 64<<20); err != nil {
+	if err := copyAll(context.Background(), dst, src, 8<<20); err != nil {
 		dst.Close()
 		os.Remove(tmp)
 		return rep, fmt.Errorf("compacting %s: %w (the database is unchanged)", path, err)
@@ -207,7 +207,7 @@ func (db *DB) Compact(ctx context.Context, minFree int64, ratio float64, force b
 }
 
 // copyAll copies every bucket, key, value and sequence of src into the
-// empty dst, committing dst every txMax bytes, all within one read
+// empty dst (the one copy both compactions make), committing dst every txMax bytes, all within one read
 // transaction of src. (bbolt's Compact commits its last transaction after
 // its read of src has ended, while that transaction's values still point
 // into src's mapped pages: with pikod writing, src may be remapped
