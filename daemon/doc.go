@@ -16,7 +16,7 @@
 //	                     rotation.go reconnecting after a change; vaultpin.go the
 //	                     backend pin and migration
 //	redaction.go         redaction of every frame, by the request it answers
-//	events.go, watch.go  events and the watch, logging
+//	events.go, watch.go  events and the watch, logging; logfile.go pikod.log, rotated
 //	requests.go          server-to-client requests awaiting the owner
 //	resources.go         resources, prompts, completion; search.go search
 //	artifacts.go         artifact reads and imports; captures.go the paths results report

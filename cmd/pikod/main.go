@@ -54,6 +54,7 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 	requestFlag := fs.Duration("request-limit", daemon.DefaultRequestLimit, "how long a server request (elicitation, sampling) waits for the owner at most (1s to 1h)")
 	flowFlag := fs.Duration("oauth-flow-lifetime", mcpclient.FlowLifetime, "how long an OAuth browser sign-in waits for its callback (1s to 10m)")
 	pruneFlag := fs.Duration("retention-interval", daemon.DefaultRetentionInterval, "how often receipts are pruned to the retention settings (10s to 24h)")
+	logMaxFlag := fs.Int64("log-max-bytes", daemon.DefaultLogMaxBytes, "how large pikod.log grows before it is rotated to pikod.log.1 (the previous one is replaced), in bytes")
 	compactFlag := fs.Bool("compact", false, "compact pikod.db at start even when its free pages are few (it is compacted at start anyway when they are over half of it and 16 MiB)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run to this file at a clean stop (for make bench)")
@@ -88,6 +89,10 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 		fmt.Fprintf(stderr, "pikod: invalid --retention-interval %s: use 10s to 24h\n", *pruneFlag)
 		return 2
 	}
+	if *logMaxFlag < daemon.MinLogMaxBytes {
+		fmt.Fprintf(stderr, "pikod: invalid --log-max-bytes %d: use at least %d (64 KiB)\n", *logMaxFlag, daemon.MinLogMaxBytes)
+		return 2
+	}
 	level, err := zerolog.ParseLevel(*levelFlag)
 	if err != nil || *levelFlag == "" {
 		fmt.Fprintf(stderr, "pikod: invalid --log-level %q: use debug, info, warn or error\n", *levelFlag)
@@ -109,9 +114,9 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 		fmt.Fprintf(stderr, "pikod: %v\n", err)
 		return 1
 	}
-	logFile, err := os.OpenFile(daemon.LogPath(stateDir), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logFile, err := daemon.OpenLog(stateDir, *logMaxFlag)
 	if err != nil {
-		fmt.Fprintf(stderr, "pikod: opening log file: %v\n", err)
+		fmt.Fprintf(stderr, "pikod: %v\n", err)
 		return 1
 	}
 	defer logFile.Close()

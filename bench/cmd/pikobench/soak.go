@@ -232,33 +232,42 @@ func soakReport(r *runner, sc soakConfig, samples []soakSample, elapsed time.Dur
 	b.WriteString(r.rep.header + "\n")
 	fmt.Fprintf(&b, "Load average at the soak's start: %s; at its end: %s. Elapsed: %.0f s.\n\n", loadAtStart, loadAverage(), elapsed.Seconds())
 
-	// Plateaus: the middle third against the last third.
+	// Plateaus: the level (median) of the middle third against the last
+	// third's, and the last third's peak against the earlier thirds'
+	// peaks: a compaction's copy makes one window's peak, wherever it
+	// falls, and says nothing of growth on its own.
 	third := len(samples) / 3
-	maxOf := func(ss []soakSample, f func(soakSample) int64) int64 {
-		var m int64
+	stats := func(ss []soakSample, f func(soakSample) int64) (median, peak int64) {
+		vs := make([]int64, 0, len(ss))
 		for _, s := range ss {
-			m = max(m, f(s))
+			vs = append(vs, f(s))
+			peak = max(peak, f(s))
 		}
-		return m
+		slices.Sort(vs)
+		return vs[len(vs)/2], peak
 	}
 	plateau := func(name string, f func(soakSample) int64) string {
 		if third == 0 {
 			return fmt.Sprintf("- %s: too few samples to judge\n", name)
 		}
-		mid, last := maxOf(samples[third:2*third], f), maxOf(samples[2*third:], f)
+		_, firstPeak := stats(samples[:third], f)
+		midMedian, midPeak := stats(samples[third:2*third], f)
+		lastMedian, lastPeak := stats(samples[2*third:], f)
 		growth := 0.0
-		if mid > 0 {
-			growth = float64(last-mid) / float64(mid) * 100
+		if midMedian > 0 {
+			growth = float64(lastMedian-midMedian) / float64(midMedian) * 100
 		}
+		earlierPeak := max(firstPeak, midPeak)
 		verdict := "plateaus"
-		if growth > 10 {
+		if growth > 10 || float64(lastPeak) > 1.1*float64(earlierPeak) {
 			verdict = "still grows"
 		}
-		return fmt.Sprintf("- %s: peak %s in the middle third, %s in the last third (%+.1f %%): %s\n", name, fmtMB(mid), fmtMB(last), growth, verdict)
+		return fmt.Sprintf("- %s: median %s in the middle third, %s in the last third (%+.1f %%); peak %s in the last third, %s before it: %s\n",
+			name, fmtMB(midMedian), fmtMB(lastMedian), growth, fmtMB(lastPeak), fmtMB(earlierPeak), verdict)
 	}
 	b.WriteString("## Plateaus\n\n")
 	b.WriteString(plateau("pikod.db size", func(s soakSample) int64 { return s.dbBytes }))
-	b.WriteString(plateau("state directory (database, retained results, tombstones, reserve)", func(s soakSample) int64 { return s.stateBytes }))
+	b.WriteString(plateau("state directory (database, retained results, tombstones, reserve, log)", func(s soakSample) int64 { return s.stateBytes }))
 	b.WriteString(plateau("pikod RSS, anonymous (heap, stacks)", func(s soakSample) int64 { return s.anon }))
 	b.WriteString(plateau("pikod RSS, all (with the database's mapped pages)", func(s soakSample) int64 { return s.rss }))
 
