@@ -35,7 +35,10 @@ func (h *handle) Update(fn func(*bolt.Tx) error) error {
 	defer h.writes.RUnlock()
 	h.gate.RLock()
 	defer h.gate.RUnlock()
-	return h.b.Update(fn)
+	return h.b.Update(func(tx *bolt.Tx) error {
+		fillAppendOrdered(tx)
+		return fn(tx)
+	})
 }
 
 // free is the bytes in the file's free pages.

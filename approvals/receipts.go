@@ -118,56 +118,105 @@ func hashOf(stored []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// chainReceipt makes r the newest receipt of the chain, inside tx: it
-// takes the next sequence number and the head's hash as Prev, stores r
-// under its id and in receipts_by_seq/, and moves the head to it. Because
-// the head is read and written in the same transaction, receipts chain in
-// the order their transactions commit, whoever writes them.
-func chainReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
+// chainWriter appends receipts to the chain inside one transaction: the
+// head and the counts are read once, each receipt is encoded and hashed
+// once, and the head and counts are written once, by close, however many
+// receipts the batch holds. Because the head is read and written in the
+// same transaction, receipts chain in the order their transactions commit,
+// whoever writes them.
+type chainWriter struct {
+	tx              *bolt.Tx
+	head            chainHead
+	stats           receiptStats
+	receipts, bySeq *bolt.Bucket
+	added           bool
+}
+
+func openChain(tx *bolt.Tx) (*chainWriter, error) {
 	head, err := readHead(tx)
 	if err != nil {
-		return Receipt{}, err
+		return nil, err
 	}
-	r.Seq, r.Prev, r.Hash = head.Seq+1, head.Hash, ""
+	stats, err := readStats(tx)
+	if err != nil {
+		return nil, err
+	}
+	return &chainWriter{tx: tx, head: head, stats: stats,
+		receipts: tx.Bucket(bucketReceipts), bySeq: tx.Bucket(bucketReceiptsBySeq)}, nil
+}
+
+// add makes r the newest receipt: the next sequence number, the head's
+// hash as Prev, stored under its id and in receipts_by_seq/.
+func (c *chainWriter) add(r Receipt) (Receipt, error) {
+	r.Seq, r.Prev, r.Hash = c.head.Seq+1, c.head.Hash, ""
 	v, err := json.Marshal(r)
 	if err != nil {
 		return Receipt{}, err
 	}
 	r.Hash = hashOf(v)
-	if err := tx.Bucket(bucketReceipts).Put([]byte(r.ID), v); err != nil {
+	if err := c.receipts.Put([]byte(r.ID), v); err != nil {
 		return Receipt{}, err
 	}
-	if err := tx.Bucket(bucketReceiptsBySeq).Put(seqKey(r.Seq), []byte(r.ID)); err != nil {
+	if err := c.bySeq.Put(seqKey(r.Seq), []byte(r.ID)); err != nil {
 		return Receipt{}, err
 	}
-	if err := addStats(tx, len(v)); err != nil {
-		return Receipt{}, err
+	c.stats.Count++
+	c.stats.Bytes += int64(len(v))
+	c.head, c.added = chainHead{Seq: r.Seq, ID: r.ID, Hash: r.Hash}, true
+	return r, nil
+}
+
+// close writes the head and the counts, once, if anything was added.
+func (c *chainWriter) close() error {
+	if !c.added {
+		return nil
 	}
-	hv, err := json.Marshal(chainHead{Seq: r.Seq, ID: r.ID, Hash: r.Hash})
+	if err := writeStats(c.tx, c.stats); err != nil {
+		return err
+	}
+	hv, err := json.Marshal(c.head)
+	if err != nil {
+		return err
+	}
+	return c.tx.Bucket(bucketMeta).Put(keyReceiptsHead, hv)
+}
+
+// chainReceipt makes r the newest receipt of the chain, inside tx (the
+// time index is the caller's).
+func chainReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
+	c, err := openChain(tx)
 	if err != nil {
 		return Receipt{}, err
 	}
-	return r, tx.Bucket(bucketMeta).Put(keyReceiptsHead, hv)
+	if r, err = c.add(r); err != nil {
+		return Receipt{}, err
+	}
+	return r, c.close()
 }
 
 // addReceipts stores new receipts in order, chained, with their time index
 // entries.
 func addReceipts(tx *bolt.Tx, rs []Receipt) ([]Receipt, error) {
+	c, err := openChain(tx)
+	if err != nil {
+		return nil, err
+	}
+	byTime := tx.Bucket(bucketReceiptsByTime)
 	out := make([]Receipt, 0, len(rs))
 	for _, r := range rs {
-		if tx.Bucket(bucketReceipts).Get([]byte(r.ID)) != nil {
+		if c.receipts.Get([]byte(r.ID)) != nil {
 			return nil, fmt.Errorf("receipt id %s already in use: %w", r.ID, contracts.ErrInternal)
 		}
-		r, err := chainReceipt(tx, r)
+		r, err := c.add(r)
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Bucket(bucketReceiptsByTime).Put(timeKey(r.CreatedAt, r.ID), nil); err != nil {
+		if err := byTime.Put(timeKey(r.CreatedAt, r.ID), nil); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, c.close()
 }
 
 // AddReceipt stores r durably (one Update) and returns it with its id,

@@ -511,3 +511,41 @@ func testMigrationReceiptChain(t *testing.T) {
 		t.Errorf("listing since +5s after the migration: %v", listed)
 	}
 }
+
+// TestReceiptPagesFull: receipts, whose keys grow with time, fill their
+// pages instead of leaving each split page half empty, so the file holds
+// about what the records take; and a batch of async receipts chains like
+// receipts stored one by one.
+func TestReceiptPagesFull(t *testing.T) {
+	in := newInstance(t)
+	const n = 6000
+	for i := range n {
+		in.l.AddReceiptAsync(readReceipt(i))
+		if i%500 == 499 {
+			if err := in.l.FlushReceipts(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := in.l.FlushReceipts(); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, in.l, n)
+	err := in.db.bolt.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketReceipts, bucketReceiptsBySeq, bucketReceiptsByTime} {
+			st := tx.Bucket(name).Stats()
+			pages := st.LeafPageN + st.LeafOverflowN
+			if pages < 4 {
+				t.Fatalf("%s: only %d leaf pages for %d receipts", name, pages, n)
+			}
+			fill := float64(st.LeafInuse) / float64(pages*tx.DB().Info().PageSize)
+			if fill < 0.8 {
+				t.Errorf("%s: leaf pages %.0f %% full (%d pages, %d bytes in use), want at least 80 %%", name, fill*100, pages, st.LeafInuse)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

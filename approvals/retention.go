@@ -54,17 +54,6 @@ func writeStats(tx *bolt.Tx, s receiptStats) error {
 	return tx.Bucket(bucketMeta).Put(keyReceiptsStats, v)
 }
 
-// addStats counts a receipt of n stored bytes.
-func addStats(tx *bolt.Tx, n int) error {
-	s, err := readStats(tx)
-	if err != nil {
-		return err
-	}
-	s.Count++
-	s.Bytes += int64(n)
-	return writeStats(tx, s)
-}
-
 // Checkpoint is one pruning run's record in receipt_checkpoints/.
 type Checkpoint struct {
 	// FromSeq..ToSeq is the range pruned; Count how many receipts it held.

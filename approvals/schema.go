@@ -38,6 +38,40 @@ var (
 	bucketSourceData  = []byte("data")
 )
 
+// appendFill is the fill of the pages a split leaves behind in the buckets
+// whose keys grow with time (ids that begin with their creation time,
+// sequence numbers): new keys always land in the last page, so a split at
+// bbolt's default half would leave every page half empty for good. Kept
+// under 1 so an in-place update of a recent record (an action's end) has
+// room.
+const appendFill = 0.9
+
+// appendOrdered are the buckets (top-level, then nested in sources/) whose
+// keys grow with time.
+var (
+	appendOrdered = [][]byte{bucketActions, bucketActionsByTime, bucketReceipts, bucketReceiptsBySeq,
+		bucketReceiptsByTime, bucketReceiptCheckpoints}
+	appendOrderedSources = [][]byte{bucketSourceMeta, bucketSourceOrder, bucketSourceData}
+)
+
+// fillAppendOrdered sets appendFill on the append-ordered buckets of a
+// write transaction (bbolt keeps FillPercent per transaction, on the
+// bucket values it caches for it).
+func fillAppendOrdered(tx *bolt.Tx) {
+	for _, name := range appendOrdered {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = appendFill
+		}
+	}
+	if src := tx.Bucket(bucketSources); src != nil {
+		for _, name := range appendOrderedSources {
+			if b := src.Bucket(name); b != nil {
+				b.FillPercent = appendFill
+			}
+		}
+	}
+}
+
 // Keys of meta/.
 var (
 	// keySchema holds the decimal schema version: how many migrations
