@@ -11,14 +11,19 @@ import (
 // that arrive while a transaction is committing wait for it, then share the
 // next transaction and with it one fsync, the way a database batches its
 // write-ahead log. Nothing waits for company: a write that arrives while
-// nothing is committing starts at once. Every write still returns only
-// after the transaction that holds it is on disk.
+// nothing is committing or queued commits at once, in its caller's
+// goroutine (no hand-off to the committer and back, which on an idle
+// machine costs a thread wake-up each way); the ones queued meanwhile go to
+// the committer's goroutine. Every write still returns only after the
+// transaction that holds it is on disk.
 //
 // A write's function may run more than once (a transaction it shared is
 // rolled back when another write in it fails, and run again without that
 // one), so it must only read and write through tx and set results that a
 // later run overwrites. Its after function runs once, after the commit
-// that holds it, on the committer's goroutine.
+// that holds it, in whichever goroutine committed it. One transaction at a
+// time ever commits (busy), each after the last one's release, so what
+// the write functions share needs no lock of its own.
 type groupCommitter struct {
 	db   *handle
 	wake chan struct{}
@@ -28,10 +33,15 @@ type groupCommitter struct {
 	// solo serialises the writes made after close, each alone.
 	solo sync.Mutex
 
-	// mu guards the fields that follow.
+	// mu guards the fields that follow; idle is signalled when busy
+	// clears.
 	mu     sync.Mutex
+	idle   *sync.Cond
 	queue  []*commitReq
 	closed bool
+	// busy says a transaction is being committed (by a caller inline or
+	// by the committer): a write that finds it set queues.
+	busy bool
 }
 
 type commitReq struct {
@@ -43,6 +53,7 @@ type commitReq struct {
 
 func startGroupCommitter(db *handle) *groupCommitter {
 	g := &groupCommitter{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	g.idle = sync.NewCond(&g.mu)
 	go g.run()
 	return g
 }
@@ -62,14 +73,39 @@ func (g *groupCommitter) update(fn func(tx *bolt.Tx) error, after func()) error 
 		g.solo.Unlock()
 		return r.err
 	}
+	if !g.busy && len(g.queue) == 0 {
+		// Nothing committing, nothing waiting: commit here.
+		g.busy = true
+		g.mu.Unlock()
+		g.commit([]*commitReq{r})
+		g.release()
+		return r.err
+	}
 	g.queue = append(g.queue, r)
 	g.mu.Unlock()
+	g.kick()
+	<-r.done
+	return r.err
+}
+
+// release clears busy after a commit and hands what queued meanwhile to
+// the committer.
+func (g *groupCommitter) release() {
+	g.mu.Lock()
+	g.busy = false
+	queued := len(g.queue) > 0
+	g.idle.Broadcast()
+	g.mu.Unlock()
+	if queued {
+		g.kick()
+	}
+}
+
+func (g *groupCommitter) kick() {
 	select {
 	case g.wake <- struct{}{}:
 	default:
 	}
-	<-r.done
-	return r.err
 }
 
 func (g *groupCommitter) run() {
@@ -85,17 +121,25 @@ func (g *groupCommitter) run() {
 	}
 }
 
-// drain commits what is queued, a group at a time, until nothing is.
+// drain commits what is queued, a group at a time, until nothing is. A
+// commit made inline meanwhile is waited for: it is the one every queued
+// write waited behind.
 func (g *groupCommitter) drain() {
 	for {
 		g.mu.Lock()
+		for g.busy {
+			g.idle.Wait()
+		}
 		batch := g.queue
 		g.queue = nil
-		g.mu.Unlock()
 		if len(batch) == 0 {
+			g.mu.Unlock()
 			return
 		}
+		g.busy = true
+		g.mu.Unlock()
 		g.commit(batch)
+		g.release()
 	}
 }
 

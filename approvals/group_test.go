@@ -199,3 +199,75 @@ func TestSettleFailureDiscardsStagedSource(t *testing.T) {
 		t.Fatalf("a source whose settle failed has metadata")
 	}
 }
+
+// A write that finds nothing committing commits at once (inline); the
+// writes that arrive while it commits share one transaction after it, and
+// each returns only once its own is on disk.
+func TestGroupCommitQueuesBehindInline(t *testing.T) {
+	db, _ := openTemp(t)
+	g := db.group
+	bucket := []byte("grouptest")
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	release, inside := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	first := make(chan error, 1)
+	go func() {
+		first <- g.update(func(tx *bolt.Tx) error {
+			close(inside)
+			<-release
+			return tx.Bucket(bucket).Put([]byte("first"), []byte("1"))
+		}, nil)
+	}()
+	<-inside
+	const n = 8
+	var (
+		mu  sync.Mutex
+		txs = map[*bolt.Tx]int{}
+		wg  sync.WaitGroup
+	)
+	for i := range n {
+		wg.Go(func() {
+			err := g.update(func(tx *bolt.Tx) error {
+				mu.Lock()
+				txs[tx]++
+				mu.Unlock()
+				return tx.Bucket(bucket).Put(fmt.Appendf(nil, "w%d", i), []byte("1"))
+			}, nil)
+			if err != nil {
+				t.Errorf("write %d: %v", i, err)
+			}
+		})
+	}
+	// Every write is queued behind the held one before it goes on.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		queued := len(g.queue)
+		g.mu.Unlock()
+		if queued == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d writes queued behind a commit in progress", queued, n)
+		}
+	}
+	once.Do(func() { close(release) })
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(txs) != 1 {
+		t.Errorf("the %d queued writes went into %d transactions, want one shared", n, len(txs))
+	}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if k := tx.Bucket(bucket).Stats().KeyN; k != n+1 {
+			t.Errorf("%d keys stored, want %d", k, n+1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

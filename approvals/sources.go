@@ -334,8 +334,8 @@ func (s *SourceStore) commit(recs []*sourceRecord) error {
 }
 
 // commitTx is commit inside tx: it returns what to do once tx is on disk.
-// It runs on the group committer's goroutine, the only one that commits
-// sources, so the running total of a group's earlier writes (txTotal, valid
+// It runs inside a group commit, and one group commits at a time (see
+// groupCommitter), so the running total of a group's earlier writes (txTotal, valid
 // while txOf is the transaction) needs no lock.
 func (s *SourceStore) commitTx(tx *bolt.Tx, recs []*sourceRecord) (after func(), _ error) {
 	keep := map[string]bool{}

@@ -39,8 +39,8 @@ func (s *SourceStore) evictTx(meta, data *bolt.Bucket, old sourceRecord) error {
 }
 
 // baseTotal is the live bytes as of tx: the running total of the group's
-// earlier writes in tx, or the committed total. Only the group
-// committer's goroutine calls it (see commitTx).
+// earlier writes in tx, or the committed total. Only a group
+// commit calls it, one at a time (see commitTx).
 func (s *SourceStore) baseTotal(tx *bolt.Tx) int64 {
 	if s.txOf == tx {
 		return s.txTotal
