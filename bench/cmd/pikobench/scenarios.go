@@ -443,7 +443,9 @@ func (r *runner) scenarioCLI() error {
 		if err != nil {
 			return err
 		}
-		row("`pikoctl rpc system.hello` (floor: process start + one round trip)", len(hello), summarize(hello))
+		hs := summarize(hello)
+		r.res.ctlHelloP50 = &hs.p50
+		row("`pikoctl rpc system.hello` (floor: process start + one round trip)", len(hello), hs)
 		return nil
 	})
 	if err != nil {
