@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -95,17 +96,18 @@ func Preview(result json.RawMessage, lim PreviewLimits) (content, structured jso
 		}
 		return nil, nil, false, false, errors.New("reading tool result: not a JSON object")
 	}
-	// One decoding pass over what may be megabytes; the blocks stay raw.
+	// One decoding pass over what may be megabytes; the blocks stay raw,
+	// as slices of result (not copies of it).
 	var top struct {
-		Content           []json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage   `json:"structuredContent"`
-		IsError           bool              `json:"isError"`
+		Content           []aliasJSON `json:"content"`
+		StructuredContent aliasJSON   `json:"structuredContent"`
+		IsError           bool        `json:"isError"`
 	}
 	if err := json.Unmarshal(trimmed, &top); err != nil {
 		return nil, nil, false, false, fmt.Errorf("reading tool result: %w", err)
 	}
 	isError = top.IsError
-	if raw := top.StructuredContent; raw != nil && !isNull(raw) {
+	if raw := json.RawMessage(top.StructuredContent); raw != nil && !isNull(raw) {
 		structured = raw
 		if len(raw) > lim.StructuredBytes {
 			structured = omittedObject(fmt.Sprintf("%d bytes; %s", len(raw), readWhole))
@@ -115,7 +117,10 @@ func Preview(result json.RawMessage, lim PreviewLimits) (content, structured jso
 	if top.Content == nil {
 		return nil, structured, isError, truncated, nil
 	}
-	blocks := top.Content
+	blocks := make([]json.RawMessage, len(top.Content))
+	for i, b := range top.Content {
+		blocks[i] = json.RawMessage(b)
+	}
 	out, cut := previewBlocks(blocks, lim, lim.TotalChars-len(structured))
 	// Joined by hand: json.Marshal would re-escape the blocks it passes
 	// through.
@@ -150,8 +155,13 @@ type block struct {
 	kind itemKind
 	typ  string // the content type ("text", "image", ...), if any
 	text string // itemText
-	mime string // itemMedia, itemBlob
-	data int    // itemMedia: characters of base64 data
+	// textJSON, when set, is an itemText's text as the JSON string it was
+	// sent as (quotes included), left undecoded because it is long; text
+	// is then empty. chars is the text's length in characters.
+	textJSON aliasJSON
+	chars    int
+	mime     string // itemMedia, itemBlob
+	data     int    // itemMedia: characters of base64 data
 	// size is the decoded bytes of an itemBlob; -1 when its blob is not
 	// valid base64.
 	size int
@@ -189,25 +199,38 @@ var toolShape = shape{
 // passed on as an unknown block.
 func decodeBlock(raw json.RawMessage) block {
 	var f struct {
-		Type     string  `json:"type"`
-		Text     *string `json:"text"`
-		Data     string  `json:"data"`
-		MimeType string  `json:"mimeType"`
-		URI      string  `json:"uri"`
+		Type     string    `json:"type"`
+		Text     aliasJSON `json:"text"`
+		Data     aliasJSON `json:"data"`
+		MimeType string    `json:"mimeType"`
+		URI      string    `json:"uri"`
 		Resource struct {
 			URI string `json:"uri"`
 		} `json:"resource"`
 	}
 	err := json.Unmarshal(raw, &f)
+	for _, v := range []aliasJSON{f.Text, f.Data} {
+		if err == nil && len(v) > 0 && v[0] != '"' && string(v) != "null" {
+			// As decoding it into a string would have said.
+			err = errors.New("not a string")
+		}
+	}
 	b := block{raw: raw, typ: f.Type, kind: itemOther, uri: f.URI}
 	if f.Type == "resource" {
 		b.uri = f.Resource.URI
 	}
 	switch {
-	case err == nil && f.Type == "text" && f.Text != nil:
-		b.text, b.kind = *f.Text, itemText
+	case err == nil && f.Type == "text" && len(f.Text) > 0 && f.Text[0] == '"':
+		b.kind = itemText
+		if len(f.Text) > decodeTextMax {
+			// Counted and cut where it lies; only the kept ends are
+			// decoded.
+			b.textJSON = f.Text
+		} else if err := json.Unmarshal(f.Text, &b.text); err != nil {
+			b.kind = itemOther
+		}
 	case f.Type == "image" || f.Type == "audio":
-		b.kind, b.mime, b.data = itemMedia, f.MimeType, len(f.Data)
+		b.kind, b.mime, b.data = itemMedia, f.MimeType, stringChars(f.Data)
 	}
 	return b
 }
@@ -225,7 +248,8 @@ func previewItems(raws []json.RawMessage, lim PreviewLimits, budget int, sh shap
 	for i, raw := range raws {
 		blocks[i] = sh.decode(raw)
 		if blocks[i].kind == itemText {
-			total += utf8.RuneCountInString(blocks[i].text)
+			blocks[i].chars = blocks[i].textChars()
+			total += blocks[i].chars
 		}
 	}
 	cut := false
@@ -241,7 +265,7 @@ func previewItems(raws []json.RawMessage, lim PreviewLimits, budget int, sh shap
 	for _, b := range blocks {
 		switch b.kind {
 		case itemText:
-			n := utf8.RuneCountInString(b.text)
+			n := b.chars
 			start, end := pos, pos+n
 			pos = end
 			if end <= head || start >= tail {
@@ -250,14 +274,14 @@ func previewItems(raws []json.RawMessage, lim PreviewLimits, budget int, sh shap
 			}
 			// The block reaches into the omitted middle.
 			if start < head {
-				out = append(out, sh.cut(b, runePrefix(b.text, head-start)))
+				out = append(out, sh.cut(b, b.prefix(head-start)))
 			}
 			if !noticed {
 				out = append(out, sh.notice(nil, fmt.Sprintf("[… %d characters omitted here; %s …]", tail-head, readWhole)))
 				noticed = true
 			}
 			if end > tail {
-				out = append(out, sh.cut(b, runeSuffix(b.text, end-tail)))
+				out = append(out, sh.cut(b, b.suffix(end-tail)))
 			}
 		case itemMedia:
 			if b.data <= lim.ImageBytes && media < lim.Images {
@@ -395,4 +419,124 @@ func marshalString(s string) json.RawMessage {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // A string always encodes.
 	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// aliasJSON is one value's JSON text inside a document that outlives it: it
+// aliases the document's bytes instead of copying them (json.RawMessage
+// copies), so the preview of a result of many megabytes does not copy its
+// content blocks or their data to look at them.
+type aliasJSON []byte
+
+// UnmarshalJSON keeps data itself: encoding/json hands an Unmarshaler a
+// slice of the input, which Preview's caller keeps and never changes.
+func (a *aliasJSON) UnmarshalJSON(data []byte) error {
+	*a = data
+	return nil
+}
+
+// stringChars is the length of the string that raw (a JSON value) holds,
+// as decoding it would give; 0 when raw is not a string. Base64 data
+// holds no escapes, so this is its length without the quotes, decoded
+// only when it does hold one.
+func stringChars(raw aliasJSON) int {
+	if len(raw) < 2 || raw[0] != '"' {
+		return 0
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return len(raw) - 2
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0
+	}
+	return len(s)
+}
+
+// decodeTextMax is the longest text block (as JSON) the preview decodes
+// whole; a longer one is counted and cut without a decoded copy.
+const decodeTextMax = 1 << 16
+
+// textChars is an itemText's length in characters.
+func (b *block) textChars() int {
+	if b.textJSON != nil {
+		n, _ := jsonStringOffset(b.textJSON, -1)
+		return n
+	}
+	return utf8.RuneCountInString(b.text)
+}
+
+// prefix is the first n characters of the text.
+func (b *block) prefix(n int) string {
+	if b.textJSON == nil {
+		return runePrefix(b.text, n)
+	}
+	_, off := jsonStringOffset(b.textJSON, n)
+	var s string
+	_ = json.Unmarshal(append(b.textJSON[:off:off], '"'), &s)
+	return s
+}
+
+// suffix is the last n characters of the text.
+func (b *block) suffix(n int) string {
+	if b.textJSON == nil {
+		return runeSuffix(b.text, n)
+	}
+	_, off := jsonStringOffset(b.textJSON, b.chars-n)
+	var s string
+	_ = json.Unmarshal(append([]byte{'"'}, b.textJSON[off:]...), &s)
+	return s
+}
+
+// jsonStringOffset walks raw, a valid JSON string (quotes included), one
+// decoded character at a time, as encoding/json decodes it (a surrogate
+// pair is one character; a lone surrogate or an invalid byte is one
+// U+FFFD). It stops before character stop (stop < 0: at the end) and
+// returns how many characters it passed and the offset in raw it
+// stopped at (before the closing quote at the end).
+func jsonStringOffset(raw []byte, stop int) (chars, off int) {
+	i, end := 1, len(raw)-1
+	for i < end && chars != stop {
+		switch c := raw[i]; {
+		case c == '\\' && i+1 < end && raw[i+1] == 'u':
+			r := hex4(raw, i+2)
+			i += 6
+			if utf16.IsSurrogate(r) && i+6 <= end && raw[i] == '\\' && raw[i+1] == 'u' {
+				if r2 := hex4(raw, i+2); utf16.DecodeRune(r, r2) != utf8.RuneError {
+					i += 6
+				}
+			}
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			_, size := utf8.DecodeRune(raw[i:end])
+			i += size
+		}
+		chars++
+	}
+	return chars, min(i, end)
+}
+
+// hex4 reads the four hex digits of a \u escape at raw[i:]; -1 when they
+// are not.
+func hex4(raw []byte, i int) rune {
+	if i+4 > len(raw) {
+		return -1
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }

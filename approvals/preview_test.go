@@ -205,3 +205,56 @@ func TestPreviewRejects(t *testing.T) {
 		}
 	}
 }
+
+// A long text block is counted and cut without being decoded whole: the
+// characters, the head and the tail are exactly those of the decoded text,
+// whatever escapes, surrogate pairs or invalid bytes it is sent with.
+func TestPreviewLongTextUndecoded(t *testing.T) {
+	pieces := []string{`a`, `é`, `😀`, `\n`, `\"`, `\\`, `\u00e9`, `\ud83d\ude00`, `\ud83d`, `\ude00`, `\u0041`, "\xff", `\/`, `日本`, ` `}
+	for seed := range 40 {
+		var sb strings.Builder
+		sb.WriteByte('"')
+		for i := range 3000 + seed*50 {
+			sb.WriteString(pieces[(i*7+seed*13+i/11)%len(pieces)])
+		}
+		sb.WriteByte('"')
+		raw := []byte(sb.String())
+		var decoded string
+		if err := json.Unmarshal(raw, &decoded); err != nil {
+			t.Fatalf("seed %d: the test's string is not JSON: %v", seed, err)
+		}
+		b := block{kind: itemText, textJSON: raw}
+		b.chars = b.textChars()
+		if want := utf8.RuneCountInString(decoded); b.chars != want {
+			t.Fatalf("seed %d: %d characters counted, %d decoded", seed, b.chars, want)
+		}
+		for _, n := range []int{0, 1, 2, 7, 100, b.chars / 2, b.chars - 1, b.chars} {
+			if got, want := b.prefix(n), runePrefix(decoded, n); got != want {
+				t.Fatalf("seed %d: prefix(%d) = %q…, want %q…", seed, n, clip(got, 20), clip(want, 20))
+			}
+			if got, want := b.suffix(n), runeSuffix(decoded, n); got != want {
+				t.Fatalf("seed %d: suffix(%d) = …%q, want …%q", seed, n, got[max(0, len(got)-40):], want[max(0, len(want)-40):])
+			}
+		}
+	}
+	// And through Preview: a 200,000-character text is cut to the same
+	// preview as one under the decoding limit would be.
+	long := strings.Repeat("0123456789\u00e9\n", 200_000/12)
+	res, err := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": long}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, _, _, truncated, err := Preview(res, PreviewLimits{})
+	if err != nil || !truncated {
+		t.Fatalf("Preview: truncated %v, %v", truncated, err)
+	}
+	var blocks []struct{ Text string }
+	if err := json.Unmarshal(content, &blocks); err != nil || len(blocks) != 3 {
+		t.Fatalf("preview content %d blocks, %v; want head, notice, tail", len(blocks), err)
+	}
+	lim := PreviewLimits{}.withDefaults()
+	head := lim.TextChars * 2 / 3
+	if blocks[0].Text != runePrefix(long, head) || blocks[2].Text != runeSuffix(long, lim.TextChars-head) {
+		t.Errorf("head or tail of the long text differ from the decoded text's")
+	}
+}

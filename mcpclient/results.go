@@ -20,7 +20,7 @@ const resultInputRequired = string(mcp.ResultTypeInputRequired)
 // tasks extension's "task", which pikod does not declare, among them).
 // The error wraps ErrOutcomeUnknown with reason invalid_result: the server
 // answered, but not with anything pikod can call an outcome.
-func resultTypeOf(fields map[string]json.RawMessage, clean func(string, int) string) (string, error) {
+func resultTypeOf[V ~[]byte](fields map[string]V, clean func(string, int) string) (string, error) {
 	raw, ok := fields["resultType"]
 	if !ok || string(raw) == "null" {
 		return "", nil
@@ -38,4 +38,17 @@ func resultTypeOf(fields map[string]json.RawMessage, clean func(string, int) str
 	}
 	return "", contracts.WithReason(fmt.Errorf("the server answered with resultType %s, which pikod does not know; the outcome is unknown: %w",
 		strconv.Quote(clean(t, 60)), contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
+}
+
+// aliasJSON is one member's JSON text inside a document that outlives it: it
+// aliases the document's bytes instead of copying them (json.RawMessage
+// copies), so reading the few members pikod looks at in a result of many
+// megabytes does not make a second copy of its content.
+type aliasJSON []byte
+
+// UnmarshalJSON keeps data itself: encoding/json hands an Unmarshaler a
+// slice of the input, which the caller keeps alive and never changes.
+func (m *aliasJSON) UnmarshalJSON(data []byte) error {
+	*m = data
+	return nil
 }

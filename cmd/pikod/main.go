@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
@@ -40,6 +41,10 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stderr, inherited, fdErr))
 }
+
+// defaultMemoryLimit is pikod's soft heap limit unless GOMEMLIMIT says
+// otherwise.
+const defaultMemoryLimit = 48 << 20
 
 // run is pikod; inherited are the descriptors it inherited without
 // close-on-exec (marked by main), fdErr what went wrong marking them.
@@ -176,6 +181,15 @@ func run(args []string, stderr io.Writer, inherited []int, fdErr error) int {
 		os.Exit(130)
 	}()
 
+	// A soft limit on the heap: pikod's own heap is some tens of MB, and
+	// a large result passing through would otherwise let the collector
+	// double the heap it leaves behind. Near the limit the collector runs
+	// sooner (it never takes more than half the CPU for it, and the limit
+	// is not a cap: a heap that needs more gets it). GOMEMLIMIT, when set,
+	// is the owner's choice instead.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
 	if err != nil {
 		fmt.Fprintf(stderr, "pikod: %v\n", err)
