@@ -16,7 +16,10 @@ var ErrMessageTooLarge = fmt.Errorf("message over maxBytes: %w", contracts.ErrRe
 
 func (p *Process) drainStderr() {
 	defer close(p.stderrDone)
-	_, _ = io.Copy(p.tail, p.errR)
+	// A small buffer: stderr comes a line at a time, and io.Copy's 32 KiB
+	// per server add up with many servers. (The struct hides the file's
+	// WriteTo, which would bring its own.)
+	_, _ = io.CopyBuffer(p.tail, struct{ io.Reader }{p.errR}, make([]byte, 4<<10))
 	_ = p.tail.Close()
 }
 

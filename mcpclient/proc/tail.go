@@ -36,7 +36,9 @@ func newStderrTail(size int, redact func(string) string) *stderrTail {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
-	return &stderrTail{redact: redact, size: size, ring: make([]byte, 0, 2*size)}
+	// The ring grows as stderr comes (most servers write little or
+	// nothing), to at most 2*size.
+	return &stderrTail{redact: redact, size: size}
 }
 
 // Write takes any chunk of stderr.
