@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pikod/pikod/contracts"
@@ -265,6 +266,16 @@ func (l *Ledger) AddReceiptAsync(r Receipt) Receipt {
 // call that has already answered.
 func (l *Ledger) FlushReceipts() error {
 	return l.async.flush()
+}
+
+// CarryDeferredSources has the receipt writer commit s's deferred sources
+// (SourceStore.PutDeferred) in the same transaction as the receipts it
+// writes, so that a read call's result and its receipt cost one commit
+// between them instead of one each. FlushReceipts then flushes those
+// sources too. s keeps its own writer for what is left when it closes.
+func (l *Ledger) CarryDeferredSources(s *SourceStore) {
+	l.async.sources.Store(s)
+	s.carrier.Store(l.async)
 }
 
 // decodeReceipt reads a stored receipt and fills in its hash.
@@ -696,11 +707,14 @@ func (w *chainWalk) strays(tx *bolt.Tx, after []byte) ([]byte, bool, error) {
 // transaction. Losing queued read receipts to a crash loses no decision,
 // so they need not be on disk before the caller goes on.
 type asyncWriter struct {
-	db   *groupCommitter
-	log  zerolog.Logger
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	db *groupCommitter
+	// sources, when set, has its deferred sources committed with each
+	// flush (Ledger.CarryDeferredSources).
+	sources atomic.Pointer[SourceStore]
+	log     zerolog.Logger
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 
 	// flushMu serialises flushes (the writer's own and FlushReceipts), so
 	// that a flush that returns has seen every earlier one commit.
@@ -733,11 +747,16 @@ func (w *asyncWriter) enqueue(r Receipt) bool {
 	w.queue = append(w.queue, r)
 	w.pending[r.ID] = r
 	w.mu.Unlock()
+	w.kick()
+	return true
+}
+
+// kick wakes the writer.
+func (w *asyncWriter) kick() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 func (w *asyncWriter) pendingReceipt(id string) (Receipt, bool) {
@@ -795,13 +814,48 @@ func (w *asyncWriter) flush() error {
 	batch := w.queue
 	w.queue = nil
 	w.mu.Unlock()
-	if len(batch) == 0 {
+	// The deferred sources of the same reads ride in the same commit.
+	var (
+		recs   []*sourceRecord
+		srcs   []sourceRecord
+		after  func()
+		source = w.sources.Load()
+	)
+	if source != nil {
+		recs, srcs = source.takeDeferred()
+	}
+	if len(batch) == 0 && len(srcs) == 0 {
 		return nil
 	}
 	err := w.db.update(func(tx *bolt.Tx) error {
+		after = nil
+		if len(recs) > 0 {
+			a, err := source.commitTx(tx, recs)
+			if err != nil {
+				return fmt.Errorf("retaining %d results: %w", len(recs), err)
+			}
+			after = a
+		}
+		if len(batch) == 0 {
+			return nil
+		}
 		_, err := addReceipts(tx, batch)
 		return err
-	}, nil)
+	}, func() {
+		if after != nil {
+			after()
+		}
+	})
+	if len(srcs) > 0 {
+		source.deferredDone(srcs, err)
+		if err != nil {
+			w.log.Error().Err(err).Int("sources", len(srcs)).
+				Msg("retaining the results of read calls failed; those results are not kept")
+		}
+	}
+	if len(batch) == 0 {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {

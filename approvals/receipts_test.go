@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -547,5 +548,68 @@ func TestReceiptPagesFull(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A read's deferred result rides with its receipt: once the receipt
+// writer has flushed, the source is committed too (its own writer never
+// woke), readable, and stays after a reopen.
+func TestDeferredSourcesRideWithReceipts(t *testing.T) {
+	in := newInstance(t)
+	s, err := OpenSourceStore(in.db, filepath.Join(in.dir, "sources"), 0, in.clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.l.CarryDeferredSources(s)
+	const n = 50
+	ids := make([]string, 0, n)
+	for i := range n {
+		meta, err := s.PutDeferred("s", "read", fmt.Appendf(nil, `{"content":[{"type":"text","text":"result %d"}]}`, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, meta.ID)
+		r := readReceipt(i)
+		r.SourceID = meta.ID
+		in.l.AddReceiptAsync(r)
+	}
+	if err := in.l.FlushReceipts(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.kick) != 0 {
+		t.Error("the store's own writer was woken; the sources should ride with the receipts")
+	}
+	s.pmu.Lock()
+	pending := len(s.pending)
+	s.pmu.Unlock()
+	if pending != 0 {
+		t.Errorf("%d sources still wait for a commit after the receipts' flush", pending)
+	}
+	err = in.db.bolt.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketSources).Bucket(bucketSourceMeta)
+		for _, id := range ids {
+			if meta.Get([]byte(id)) == nil {
+				t.Errorf("source %s is not committed", id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, in.l, n)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in.close()
+	in.open()
+	s, err = OpenSourceStore(in.db, filepath.Join(in.dir, "sources"), 0, in.clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Read(ids[n-1], 0, 100)
+	if err != nil || !strings.Contains(got.Text, fmt.Sprintf("result %d", n-1)) {
+		t.Errorf("the last source after a reopen: %+v, %v", got, err)
 	}
 }

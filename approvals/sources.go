@@ -106,8 +106,11 @@ type SourceStore struct {
 	closed  bool
 
 	kick chan struct{} // wakes the writer
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the writer has flushed and ended
+	// carrier, when set, is the ledger's receipt writer, which commits
+	// the deferred sources with the receipts (Ledger.CarryDeferredSources).
+	carrier atomic.Pointer[asyncWriter]
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when the writer has flushed and ended
 }
 
 // OpenSourceStore opens the retained sources kept in dir (created 0700)
@@ -234,10 +237,7 @@ func (s *SourceStore) PutDeferred(server, tool string, text []byte) (SourceMeta,
 	s.pending[rec.ID] = rec
 	s.queue = append(s.queue, rec)
 	s.pmu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	s.wakeWriter()
 	return rec.SourceMeta, nil
 }
 
@@ -263,18 +263,30 @@ func (s *SourceStore) writer() {
 // removed and the sources forgotten: they were never acknowledged as
 // durable.
 func (s *SourceStore) flush() {
-	s.pmu.Lock()
-	batch := s.queue
-	s.queue = nil
-	s.pmu.Unlock()
+	recs, batch := s.takeDeferred()
 	if len(batch) == 0 {
 		return
 	}
-	recs := make([]*sourceRecord, len(batch))
+	s.deferredDone(batch, s.commit(recs))
+}
+
+// takeDeferred takes the queued deferred sources, for one commit: recs
+// point into batch, which deferredDone gets back with the commit's error.
+func (s *SourceStore) takeDeferred() (recs []*sourceRecord, batch []sourceRecord) {
+	s.pmu.Lock()
+	batch = s.queue
+	s.queue = nil
+	s.pmu.Unlock()
+	recs = make([]*sourceRecord, len(batch))
 	for i := range batch {
 		recs[i] = &batch[i]
 	}
-	err := s.commit(recs)
+	return recs, batch
+}
+
+// deferredDone ends the wait of batch (taken by takeDeferred): committed,
+// or, when err is not nil, forgotten with their files.
+func (s *SourceStore) deferredDone(batch []sourceRecord, err error) {
 	s.pmu.Lock()
 	for _, r := range batch {
 		delete(s.pending, r.ID)
@@ -286,6 +298,21 @@ func (s *SourceStore) flush() {
 				_ = os.Remove(filepath.Join(s.dir, r.ID))
 			}
 		}
+	}
+}
+
+// wakeWriter has the deferred sources committed soon: by the ledger's
+// receipt writer when they ride with it (Ledger.CarryDeferredSources), so
+// a read's result and its receipt share one commit, else by the store's
+// own writer.
+func (s *SourceStore) wakeWriter() {
+	if w := s.carrier.Load(); w != nil {
+		w.kick()
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 

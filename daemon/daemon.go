@@ -206,6 +206,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer sources.Close()
 	d.ledger, d.sources = ledger, sources
+	// A read's retained result commits with its receipt.
+	ledger.CarryDeferredSources(sources)
 	if head, err := ledger.ReceiptsHead(); err == nil {
 		d.startSeq = head.Seq
 	}
