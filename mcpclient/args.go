@@ -347,6 +347,22 @@ func (p *argParser) number() error {
 // str parses a string token and returns its decoded value.
 func (p *argParser) str() (string, error) {
 	p.pos++ // "
+	// Most strings hold no escape: taken as they are, in one copy.
+	for i := p.pos; i < len(p.src); i++ {
+		c := p.src[i]
+		if c == '"' {
+			if raw := p.src[p.pos:i]; utf8.Valid(raw) {
+				p.pos = i + 1
+				return string(raw), nil
+			}
+			break
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	// Escapes, control characters or invalid UTF-8: character by
+	// character, so an error names its place.
 	var b strings.Builder
 	for {
 		if p.pos >= len(p.src) {
