@@ -77,8 +77,9 @@ func (g *groupCommitter) update(fn func(tx *bolt.Tx) error, after func()) error 
 		// Nothing committing, nothing waiting: commit here.
 		g.busy = true
 		g.mu.Unlock()
+		// Released even if the commit panics up the caller's stack.
+		defer g.release()
 		g.commit([]*commitReq{r})
-		g.release()
 		return r.err
 	}
 	g.queue = append(g.queue, r)

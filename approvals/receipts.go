@@ -751,6 +751,18 @@ func (w *asyncWriter) enqueue(r Receipt) bool {
 	return true
 }
 
+// kickOpen wakes the writer unless it is closed (then it says false: its
+// last flush may be over).
+func (w *asyncWriter) kickOpen() bool {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if !closed {
+		w.kick()
+	}
+	return !closed
+}
+
 // kick wakes the writer.
 func (w *asyncWriter) kick() {
 	select {

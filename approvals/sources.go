@@ -306,8 +306,7 @@ func (s *SourceStore) deferredDone(batch []sourceRecord, err error) {
 // a read's result and its receipt share one commit, else by the store's
 // own writer.
 func (s *SourceStore) wakeWriter() {
-	if w := s.carrier.Load(); w != nil {
-		w.kick()
+	if w := s.carrier.Load(); w != nil && w.kickOpen() {
 		return
 	}
 	select {

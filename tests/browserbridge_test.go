@@ -257,6 +257,7 @@ func TestBrowserBridgeDesktop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		//lint:ignore SA1019 the bridge's endpoint is checked as a legacy-era client reaches it.
 		c := client.NewClient(tr, client.WithLegacyProtocolOnly())
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

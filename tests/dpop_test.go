@@ -657,7 +657,7 @@ func TestDPoPChecksRefuse(t *testing.T) {
 		t.Errorf("authorization server, a proof with ath: %d %v", code, out)
 	}
 	good := k.proof(t, "POST", tokenURL, "", nonce, nil)
-	code, out, h := tokenWithProof(t, as, secret, good)
+	code, out, _ := tokenWithProof(t, as, secret, good)
 	if code != 200 || out["token_type"] != "DPoP" {
 		t.Fatalf("a good proof got %d %v, want a DPoP token", code, out)
 	}

@@ -244,6 +244,7 @@ func startChild(ctx context.Context, cfg *config, stderr io.Writer) (*child, err
 		outR.Close()
 		close(c.exited)
 	}()
+	//lint:ignore SA1019 the browser servers the bridge runs (playwright-mcp, chrome-devtools-mcp) speak the legacy era only.
 	c.client = client.NewClient(transport.NewIO(outR, inW, nil), client.WithLegacyProtocolOnly())
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()

@@ -129,13 +129,11 @@ type hostEntry struct {
 	// Raw is the entry's text: the JSON value, or the TOML tables.
 	Raw string
 	// Value is the decoded entry, compared to tell "unchanged".
-	Value         any
-	Command       string
-	Args          []string
-	Editable      bool // false: a TOML inline table or dotted keys
-	isBridge      bool
-	importedForm  importedServer
-	matchesServer string // the pikod server its imported form matches
+	Value    any
+	Command  string
+	Args     []string
+	Editable bool // false: a TOML inline table or dotted keys
+	isBridge bool
 }
 
 // hostEditor is a host file being edited (hostconf.go).
