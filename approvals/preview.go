@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pikod/pikod/contracts"
 	"maps"
 	"slices"
 	"unicode/utf16"
@@ -99,9 +100,9 @@ func Preview(result json.RawMessage, lim PreviewLimits) (content, structured jso
 	// One decoding pass over what may be megabytes; the blocks stay raw,
 	// as slices of result (not copies of it).
 	var top struct {
-		Content           []aliasJSON `json:"content"`
-		StructuredContent aliasJSON   `json:"structuredContent"`
-		IsError           bool        `json:"isError"`
+		Content           []contracts.JSONSpan `json:"content"`
+		StructuredContent contracts.JSONSpan   `json:"structuredContent"`
+		IsError           bool                 `json:"isError"`
 	}
 	if err := json.Unmarshal(trimmed, &top); err != nil {
 		return nil, nil, false, false, fmt.Errorf("reading tool result: %w", err)
@@ -158,7 +159,7 @@ type block struct {
 	// textJSON, when set, is an itemText's text as the JSON string it was
 	// sent as (quotes included), left undecoded because it is long; text
 	// is then empty. chars is the text's length in characters.
-	textJSON aliasJSON
+	textJSON contracts.JSONSpan
 	chars    int
 	mime     string // itemMedia, itemBlob
 	data     int    // itemMedia: characters of base64 data
@@ -199,17 +200,17 @@ var toolShape = shape{
 // passed on as an unknown block.
 func decodeBlock(raw json.RawMessage) block {
 	var f struct {
-		Type     string    `json:"type"`
-		Text     aliasJSON `json:"text"`
-		Data     aliasJSON `json:"data"`
-		MimeType string    `json:"mimeType"`
-		URI      string    `json:"uri"`
+		Type     string             `json:"type"`
+		Text     contracts.JSONSpan `json:"text"`
+		Data     contracts.JSONSpan `json:"data"`
+		MimeType string             `json:"mimeType"`
+		URI      string             `json:"uri"`
 		Resource struct {
 			URI string `json:"uri"`
 		} `json:"resource"`
 	}
 	err := json.Unmarshal(raw, &f)
-	for _, v := range []aliasJSON{f.Text, f.Data} {
+	for _, v := range []contracts.JSONSpan{f.Text, f.Data} {
 		if err == nil && len(v) > 0 && v[0] != '"' && string(v) != "null" {
 			// As decoding it into a string would have said.
 			err = errors.New("not a string")
@@ -421,24 +422,11 @@ func marshalString(s string) json.RawMessage {
 	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
-// aliasJSON is one value's JSON text inside a document that outlives it: it
-// aliases the document's bytes instead of copying them (json.RawMessage
-// copies), so the preview of a result of many megabytes does not copy its
-// content blocks or their data to look at them.
-type aliasJSON []byte
-
-// UnmarshalJSON keeps data itself: encoding/json hands an Unmarshaler a
-// slice of the input, which Preview's caller keeps and never changes.
-func (a *aliasJSON) UnmarshalJSON(data []byte) error {
-	*a = data
-	return nil
-}
-
 // stringChars is the length of the string that raw (a JSON value) holds,
 // as decoding it would give; 0 when raw is not a string. Base64 data
 // holds no escapes, so this is its length without the quotes, decoded
 // only when it does hold one.
-func stringChars(raw aliasJSON) int {
+func stringChars(raw contracts.JSONSpan) int {
 	if len(raw) < 2 || raw[0] != '"' {
 		return 0
 	}

@@ -14,7 +14,8 @@
 //	                          words, frozen by testdata/reasons.golden
 //	settings*.go              the mcp settings schema, parsing and validation
 //	paths.go                  instance names, the socket and state paths
-//	text.go                   the terminal sanitiser (SafeText); idna.go host names
+//	text.go                   the terminal sanitiser (SafeText); idna.go host names;
+//	                          jsonspan.go a JSON value read in place (JSONSpan)
 //	internal/refgen           generates docs/reference from this package
 //
 // contracts is a leaf. It may import only the standard library: every other

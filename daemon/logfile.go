@@ -27,6 +27,9 @@ type LogFile struct {
 	mu   sync.Mutex
 	f    *os.File
 	size int64
+	// retryAt, after a rotation failed, is the size at which the next
+	// one is tried (not at every event after it).
+	retryAt int64
 }
 
 // OpenLog opens (creating, 0600) the log file of stateDir for appending,
@@ -65,27 +68,31 @@ func (l *LogFile) Write(p []byte) (int, error) {
 	if l.f == nil {
 		return 0, os.ErrClosed
 	}
-	if l.size > 0 && l.size+int64(len(p)) > l.max {
-		l.rotate()
+	if l.size > 0 && l.size+int64(len(p)) > max(l.max, l.retryAt) {
+		if !l.rotate() {
+			l.retryAt = l.size + l.max/16
+		}
 	}
 	n, err := l.f.Write(p)
 	l.size += int64(n)
 	return n, err
 }
 
-// rotate moves the full file to pikod.log.1 and opens a new one; l.mu is
-// held.
-func (l *LogFile) rotate() {
+// rotate moves the full file to pikod.log.1 and opens a new one, saying
+// whether it did; l.mu is held.
+func (l *LogFile) rotate() bool {
 	if err := os.Rename(l.path, l.path+".1"); err != nil {
-		return
+		return false
 	}
-	old := l.f
+	old, oldSize := l.f, l.size
 	if err := l.open(); err != nil {
 		// Keep writing to the renamed file rather than nowhere.
-		l.f = old
-		return
+		l.f, l.size = old, oldSize
+		return false
 	}
 	old.Close()
+	l.retryAt = 0
+	return true
 }
 
 // Close closes the file; later writes fail.

@@ -324,7 +324,7 @@ func toolCallParams(tool string, args []byte, token string, task bool) json.RawM
 func (s *Supervisor) outcome(tool contracts.CatalogTool, raw json.RawMessage) (*CallOutcome, error) {
 	// The members alias raw (kept as the outcome's Result): the content
 	// of a large result is not copied to read isError beside it.
-	var fields map[string]aliasJSON
+	var fields map[string]contracts.JSONSpan
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, contracts.WithReason(fmt.Errorf("the server answered with a result that is not a JSON object; the outcome is unknown: %w",
 			contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)

@@ -39,16 +39,3 @@ func resultTypeOf[V ~[]byte](fields map[string]V, clean func(string, int) string
 	return "", contracts.WithReason(fmt.Errorf("the server answered with resultType %s, which pikod does not know; the outcome is unknown: %w",
 		strconv.Quote(clean(t, 60)), contracts.ErrOutcomeUnknown), contracts.ReasonInvalidResult)
 }
-
-// aliasJSON is one member's JSON text inside a document that outlives it: it
-// aliases the document's bytes instead of copying them (json.RawMessage
-// copies), so reading the few members pikod looks at in a result of many
-// megabytes does not make a second copy of its content.
-type aliasJSON []byte
-
-// UnmarshalJSON keeps data itself: encoding/json hands an Unmarshaler a
-// slice of the input, which the caller keeps alive and never changes.
-func (m *aliasJSON) UnmarshalJSON(data []byte) error {
-	*m = data
-	return nil
-}
