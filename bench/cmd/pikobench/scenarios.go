@@ -95,6 +95,32 @@ func (r *runner) scenarioLatency() error {
 	}
 	r.res.directEcho = summarize(directEcho)
 
+	r.logf("(a) latency: the floor relay")
+	floorCPU := "—"
+	fr, err := r.startFloorRelay()
+	if err != nil {
+		return err
+	}
+	floor, err := func() ([]time.Duration, error) {
+		defer fr.stop()
+		c, err := fr.dial()
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		cpu0 := procCPU(fr.pid())
+		lat, err := series(r.cfg.warmup, r.cfg.calls, func() error { return pikodCall(c, readCall) })
+		if cpu1 := procCPU(fr.pid()); err == nil && cpu0 >= 0 && cpu1 >= 0 {
+			floorCPU = fmtDur((cpu1 - cpu0) / time.Duration(r.cfg.warmup+r.cfg.calls))
+		}
+		return lat, err
+	}()
+	if err != nil {
+		return fmt.Errorf("floor relay calls: %w", err)
+	}
+	floorRead := summarize(floor)
+	r.res.floorRead = &floorRead
+
 	r.logf("(a) latency: through pikod")
 	readCPU, autoCPU := "—", "—"
 	err = r.withFixtureDaemon(nil, func(d *daemonProc) error {
@@ -141,6 +167,7 @@ func (r *runner) scenarioLatency() error {
 	}
 	res := r.res
 	row("direct: mcp-go client in-process", "echo", res.directEcho, res.directEcho, true, "—")
+	row("floor relay: jsonrpc2 socket + mcp-go client, no bookkeeping", "echo", floorRead, res.directEcho, false, floorCPU)
 	row("pikod, read grant (readOnlyTools)", "echo", res.pikodRead, res.directEcho, false, readCPU)
 	row("direct: mcp-go client in-process", "add", res.directAdd, res.directAdd, true, "—")
 	row("pikod, autonomous grant (autonomousTools)", "add", res.pikodAuto, res.directAdd, false, autoCPU)
@@ -151,7 +178,11 @@ func (r *runner) scenarioLatency() error {
 			"arguments against the tool's schema, calls the same fixture over stdio, retains the result and "+
 			"writes a receipt (the autonomous grant also records the action in the ledger before and after). "+
 			"Overhead and ratio compare p50 with the direct p50 of the same tool. pikod CPU/call is the daemon's "+
-			"user+system time over all the calls of the row, warm-up included, per call.", r.cfg.calls, r.cfg.warmup), t)
+			"user+system time over all the calls of the row, warm-up included, per call. The floor relay "+
+			"(bench/cmd/pikobench/floor.go) is a process doing the least a daemon on pikod's mandated libraries "+
+			"can: sourcegraph/jsonrpc2 on a Unix socket in front of one mcp-go stdio client, arguments passed as "+
+			"they came, no schema, grant, receipt or retained result; pikod's overhead over it is what pikod's "+
+			"promises cost, its overhead over direct is what no daemon on these libraries can save.", r.cfg.calls, r.cfg.warmup), t)
 	return nil
 }
 
@@ -271,11 +302,14 @@ func (r *runner) scenarioThroughput() error {
 	levels := []int{1, 8, 32}
 	t := &table{header: []string{"path", "concurrency", "calls", "calls/s", "p50", "p99", "pikod CPU/call", "server CPU/call"}}
 	// add takes a result whose watched processes are pikod then the
-	// server, or the server alone.
+	// server, or the server alone (the floor relay's: the relay alone).
 	add := func(path string, level int, l loadResult) {
 		daemonCPU, serverCPU := "—", l.cpuPerCall(0)
-		if len(l.cpu) == 2 {
+		switch {
+		case len(l.cpu) == 2:
 			daemonCPU, serverCPU = l.cpuPerCall(0), l.cpuPerCall(1)
+		case strings.HasPrefix(path, "floor relay"):
+			daemonCPU, serverCPU = l.cpuPerCall(0), "—"
 		}
 		t.add(path, fmt.Sprint(level), groupThousands(int64(l.calls)), fmtRate(l.rate()), fmtDur(l.lat.p50), fmtDur(l.lat.p99), daemonCPU, serverCPU)
 	}
@@ -303,6 +337,12 @@ func (r *runner) scenarioThroughput() error {
 	dc.close()
 	if err != nil {
 		return fmt.Errorf("direct load: %w", err)
+	}
+
+	floor := map[int]loadResult{}
+	err = r.floorLoad(levels, floor)
+	if err != nil {
+		return fmt.Errorf("floor relay load: %w", err)
 	}
 
 	read, auto := map[int]loadResult{}, map[int]loadResult{}
@@ -360,10 +400,16 @@ func (r *runner) scenarioThroughput() error {
 		add("direct: mcp-go client, echo (one shared client)", level, direct[level])
 	}
 	for _, level := range levels {
+		add("floor relay, echo (its CPU in the pikod column)", level, floor[level])
+	}
+	for _, level := range levels {
 		add("pikod, read grant, echo", level, read[level])
 	}
 	for _, level := range levels {
 		add("pikod, autonomous grant, add", level, auto[level])
+	}
+	if l := floor[32]; len(l.cpu) > 0 && l.cpu[0] >= 0 && l.calls > 0 {
+		r.res.floorRate32, r.res.floorCPU32 = l.rate(), float64(l.cpu[0])/float64(l.calls)
 	}
 	rate := read[32].rate()
 	r.res.readRate32 = &rate
@@ -378,6 +424,37 @@ func (r *runner) scenarioThroughput() error {
 			"to the server. The load generator, pikod and the fixture share the machine's %d cores. "+
 			"CPU/call is the process's user+system time during the level (from /proc/PID/stat) divided by the calls.",
 			r.cfg.duration, r.nproc), t)
+	return nil
+}
+
+// floorLoad runs the read load of (b) against the floor relay at each
+// level, its clients dialled as pikod's are (one connection a worker).
+func (r *runner) floorLoad(levels []int, out map[int]loadResult) error {
+	r.logf("(b) throughput: the floor relay")
+	fr, err := r.startFloorRelay()
+	if err != nil {
+		return err
+	}
+	defer fr.stop()
+	for _, level := range levels {
+		workers := make([]func() error, 0, level)
+		for range level {
+			c, err := fr.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			workers = append(workers, func() error { return pikodCall(c, readCall) })
+		}
+		if _, err := runLoad(workers, r.cfg.duration/10); err != nil {
+			return err
+		}
+		l, err := runLoad(workers, r.cfg.duration, fr.pid())
+		if err != nil {
+			return err
+		}
+		out[level] = l
+	}
 	return nil
 }
 
