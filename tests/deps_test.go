@@ -64,7 +64,7 @@ var importRules = map[string]struct {
 	"approvals":   {own: []string{"contracts"}, thirdParty: mods(bboltMods, zerologMods)},
 	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
 	"cmd/pikod":   {own: []string{"contracts", "daemon", "rpc", "mcpclient", "vault", "approvals"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
-	"cmd/pikoctl": {own: []string{"contracts", "rpc", "cmd/pikoctl/tui", "cmd/pikoctl/bridge"}, thirdParty: mods(jsonrpcMods, cobraMods, consoleMods, mcpGoMods, []string{"github.com/BurntSushi/toml", "github.com/santhosh-tekuri/jsonschema/v6"}, zerologMods)},
+	"cmd/pikoctl": {own: []string{"contracts", "rpc", "cmd/pikoctl/tui", "cmd/pikoctl/bridge", "cmd/pikoctl/render"}, thirdParty: mods(jsonrpcMods, cobraMods, consoleMods, mcpGoMods, []string{"github.com/BurntSushi/toml", "github.com/santhosh-tekuri/jsonschema/v6"}, zerologMods)},
 	// The bridge is a plain client of the socket: the wire, the rpc
 	// client and mcp-go's server, nothing of pikod's own MCP or storage.
 	"cmd/pikoctl/bridge": {own: []string{"contracts", "rpc"}, thirdParty: mods(jsonrpcMods, mcpGoMods, []string{"github.com/santhosh-tekuri/jsonschema/v6", "golang.org/x/text"}, zerologMods)},
@@ -72,7 +72,9 @@ var importRules = map[string]struct {
 	// shape from contracts, mcp-go for both its sides, nothing of pikod's.
 	"cmd/browser-bridge": {own: []string{"contracts"}, thirdParty: mods(mcpGoMods, []string{"github.com/santhosh-tekuri/jsonschema/v6", "golang.org/x/text"})},
 	// The TUI is part of the thin client: the wire and the rpc client only.
-	"cmd/pikoctl/tui": {own: []string{"contracts", "rpc"}, thirdParty: mods(jsonrpcMods, consoleMods, zerologMods)},
+	"cmd/pikoctl/tui": {own: []string{"contracts", "rpc", "cmd/pikoctl/render"}, thirdParty: mods(jsonrpcMods, consoleMods, zerologMods)},
+	// The words the CLI and the console share: the wire's types only.
+	"cmd/pikoctl/render": {own: []string{"contracts"}},
 
 	// The OAuth protocol pieces know nothing of sessions or the SDK.
 	"mcpclient/oauth": {own: []string{"contracts"}, thirdParty: []string{"golang.org/x/oauth2"}},

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/rpc"
 	"github.com/spf13/cobra"
@@ -152,18 +152,7 @@ func levelNote(level string) string {
 // writeLogEntry prints one log entry on one line: time, level, logger,
 // data (a string as text, anything else as JSON), each made safe.
 func writeLogEntry(w io.Writer, prefix string, e contracts.LogEntry) {
-	logger := ""
-	if e.Logger != "" {
-		logger = " " + clean(e.Logger) + ":"
-	}
-	var text string
-	if err := json.Unmarshal(e.Data, &text); err != nil {
-		text = string(e.Data)
-	}
-	if e.Truncated {
-		text += " (truncated)"
-	}
-	fmt.Fprintf(w, "%s%s %-9s%s %s\n", prefix, clean(e.Time), clean(e.Level), logger, clean(text))
+	fmt.Fprintf(w, "%s%s %s\n", prefix, clean(e.Time), render.LogEntry(e))
 }
 
 func (a *app) newWatchCmd() *cobra.Command {
@@ -268,100 +257,7 @@ func (a *app) followEvents(ctx context.Context, c *rpc.Client, f *eventFeed, han
 	}
 }
 
-// requestEventLine says what happened to a server request, and for one
-// that waits, how to answer it.
-func requestEventLine(d contracts.RequestEventData) string {
-	kind := d.Method
-	switch d.Method {
-	case "elicitation/create":
-		kind = "question (elicitation)"
-	case "sampling/createMessage":
-		kind = "completion (sampling)"
-	}
-	line := d.ID + ", a " + kind
-	if d.Tool != "" {
-		line += " during " + d.Tool
-	}
-	if d.State == contracts.RequestPending {
-		line += ", waits for you"
-	} else {
-		line += ": " + d.State
-	}
-	if d.Message != "" {
-		line += ": " + strconv.Quote(clip(d.Message, 120))
-	}
-	if d.Reason != "" {
-		line += " (" + d.Reason + ")"
-	}
-	if d.State == contracts.RequestPending {
-		line += "; answer with 'pikoctl mcp respond " + d.ID + "'"
-	}
-	return line
-}
-
 // writeEvent prints one event on one line.
 func writeEvent(w io.Writer, ev contracts.EventParams) {
-	head := fmt.Sprintf("%s #%d %s %s", clean(ev.Time), ev.Seq, cell(ev.Server), clean(ev.Kind))
-	var what string
-	switch ev.Kind {
-	case contracts.EventState:
-		var d contracts.StateEventData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			what = d.State
-			if d.LastError != "" {
-				what += ": " + d.LastError
-			}
-		}
-	case contracts.EventCatalog:
-		var d contracts.CatalogEventData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			what = fmt.Sprintf("%s read again: %d tools, %d resources, %d resource templates, %d prompts",
-				strings.Join(d.Lists, ", "), d.Counts.Tools, d.Counts.Resources, d.Counts.ResourceTemplates, d.Counts.Prompts)
-			if !d.Complete {
-				what += " (INCOMPLETE: " + d.Problem + ")"
-			}
-			if len(d.ChangedTools) > 0 {
-				what += "; definition changed: " + strings.Join(d.ChangedTools, ", ")
-			}
-		}
-	case contracts.EventTask:
-		var t contracts.TaskInfo
-		if json.Unmarshal(ev.Data, &t) == nil {
-			what = "task " + t.TaskID + " " + t.Status
-			if t.StatusMessage != "" {
-				what += ": " + t.StatusMessage
-			}
-		}
-	case contracts.EventResource:
-		var d contracts.ResourceEventData
-		if json.Unmarshal(ev.Data, &d) == nil && d.URI != "" {
-			what = "changed: " + d.URI
-			if d.Title != "" {
-				what += " (" + d.Title + ")"
-			}
-			what += "; read it with 'pikoctl mcp read " + ev.Server + " " + shellArg(d.URI) + "'"
-		}
-	case contracts.EventRequest:
-		var d contracts.RequestEventData
-		if json.Unmarshal(ev.Data, &d) == nil && d.ID != "" {
-			what = requestEventLine(d)
-		}
-	case contracts.EventLog:
-		var e contracts.LogEntry
-		if json.Unmarshal(ev.Data, &e) == nil {
-			var b strings.Builder
-			writeLogEntry(&b, "", e)
-			// Drop the entry's own time: the event's leads the line.
-			_, rest, _ := strings.Cut(strings.TrimSuffix(b.String(), "\n"), " ")
-			what = rest
-		}
-	}
-	if what == "" {
-		// A kind this pikoctl does not know yet: its data as sent.
-		what = string(ev.Data)
-	}
-	if len(ev.RequestID) > 0 {
-		what += " (request " + string(ev.RequestID) + ")"
-	}
-	fmt.Fprintf(w, "%s %s\n", head, clean(what))
+	fmt.Fprintf(w, "%s #%d %s %s %s\n", clean(ev.Time), ev.Seq, cell(ev.Server), clean(ev.Kind), render.Event(ev, render.Commands))
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 	"github.com/spf13/cobra"
 )
@@ -656,7 +657,7 @@ func validateImported(plan *importPlan) {
 				s.Skipped = "pikod would refuse it: " + strings.Join(msgs, "; ")
 				if s.Settings.Transport != contracts.TransportStdio && !s.Settings.AllowPrivateNetwork &&
 					strings.Contains(s.Skipped, "allowPrivateNetwork") {
-					s.Skipped += "; to import it for an endpoint you trust, run again with --allow-private-network " + shellArg(s.Name)
+					s.Skipped += "; to import it for an endpoint you trust, run again with --allow-private-network " + render.ShellArg(s.Name)
 				}
 			} else {
 				s.Skipped = "pikod would refuse it: " + err.Error()

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 	"github.com/spf13/cobra"
 )
@@ -103,7 +104,7 @@ func foreignSettings(name string, in []byte) error {
 	if err != nil {
 		return nil
 	}
-	what, how := clean(name), "add its servers with 'pikoctl mcp import "+clean(shellArg(name))+"'"
+	what, how := clean(name), "add its servers with 'pikoctl mcp import "+clean(render.ShellArg(name))+"'"
 	if name == "-" {
 		what, how = "stdin", "pipe it to 'pikoctl mcp import -' instead to add its servers"
 	}

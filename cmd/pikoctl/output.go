@@ -255,12 +255,3 @@ func (f *fitWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// shellArg quotes s for a command line pikoctl suggests, when it needs
-// quoting (a path with spaces, say).
-func shellArg(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 	"github.com/spf13/cobra"
 )
@@ -658,9 +659,9 @@ a kept text is applied on top of whatever was saved since.`,
 // editRetry is the command that edits the kept file at path again.
 func editRetry(id, path string) string {
 	if id != "" {
-		return "pikoctl mcp edit " + shellArg(id) + " --from " + shellArg(path)
+		return "pikoctl mcp edit " + render.ShellArg(id) + " --from " + render.ShellArg(path)
 	}
-	return "pikoctl mcp edit --from " + shellArg(path)
+	return "pikoctl mcp edit --from " + render.ShellArg(path)
 }
 
 // editFrom reads the text --from names and which entry it is: the whole
@@ -691,10 +692,10 @@ func (a *app) editFrom(s *contracts.MCPSettings, id, from string) (string, []byt
 		id = *shape.ID
 	case shape.ID != nil:
 		return "", nil, contracts.WithHint(fmt.Errorf("%s holds the entry of server %q, which is not configured", from, *shape.ID),
-			"say which entry it replaces: 'pikoctl mcp edit SERVER --from "+shellArg(from)+"', or add it with 'pikoctl mcp add'")
+			"say which entry it replaces: 'pikoctl mcp edit SERVER --from "+render.ShellArg(from)+"', or add it with 'pikoctl mcp add'")
 	default:
 		return "", nil, contracts.WithHint(fmt.Errorf("%s holds neither the whole settings ({\"servers\":[...]}) nor a server's entry", from),
-			"if it is one server's entry, say which: 'pikoctl mcp edit SERVER --from "+shellArg(from)+"'")
+			"if it is one server's entry, say which: 'pikoctl mcp edit SERVER --from "+render.ShellArg(from)+"'")
 	}
 	if id != "" && serverIndex(s, id) < 0 {
 		return "", nil, serverNotFound(id)

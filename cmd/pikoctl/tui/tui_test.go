@@ -429,7 +429,7 @@ func TestRequestsPane(t *testing.T) {
 	if cmd == nil {
 		t.Error("a request event did not read the requests again")
 	}
-	if l := m.logLines[len(m.logLines)-1]; !strings.Contains(l, "pending elicitation/create req_03: your email? · 6 answers it") {
+	if l := m.logLines[len(m.logLines)-1]; !strings.Contains(l, `req_03, a question (elicitation), waits for you: "your email?"; 6 answers it`) {
 		t.Errorf("the request event's log line: %q", l)
 	}
 	// Enter reads the request whole; a hands the terminal to respond, x to

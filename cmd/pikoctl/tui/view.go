@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -665,63 +666,20 @@ func (m *model) authBody() []string {
 	return out
 }
 
-// eventLine is one event as a log line.
+// eventLine is one event as a log line: its time of day, server and
+// kind in columns, then the words `pikoctl mcp watch` prints, with the
+// console's keys as the next step.
 func eventLine(ev contracts.EventParams) string {
 	t := ev.Time
 	if len(t) >= 19 {
 		t = t[11:19]
 	}
-	var what string
-	switch ev.Kind {
-	case contracts.EventState:
-		var d contracts.StateEventData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			what = d.State
-			if d.LastError != "" {
-				what += ": " + d.LastError
-			}
-		}
-	case contracts.EventCatalog:
-		var d contracts.CatalogEventData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			what = fmt.Sprintf("%s read again: %d tools", strings.Join(d.Lists, ", "), d.Counts.Tools)
-			if !d.Complete {
-				what += " (incomplete: " + d.Problem + ")"
-			}
-		}
-	case contracts.EventRequest:
-		var d contracts.RequestEventData
-		if json.Unmarshal(ev.Data, &d) == nil {
-			what = d.State + " " + d.Method + " " + d.ID
-			if d.Message != "" {
-				what += ": " + d.Message
-			}
-			if d.Reason != "" {
-				what += " (" + d.Reason + ")"
-			}
-			if d.State == contracts.RequestPending {
-				what += " · 6 answers it"
-			}
-		}
-	case contracts.EventLog:
-		var e contracts.LogEntry
-		if json.Unmarshal(ev.Data, &e) == nil {
-			what = e.Level
-			if e.Logger != "" {
-				what += " " + e.Logger
-			}
-			var s string
-			if json.Unmarshal(e.Data, &s) == nil {
-				what += ": " + s
-			} else {
-				what += ": " + string(e.Data)
-			}
-		}
-	}
-	if what == "" {
-		what = string(ev.Data)
-	}
-	return safe(fmt.Sprintf("%s %-12s %-8s %s", t, ev.Server, ev.Kind, what))
+	return safe(fmt.Sprintf("%s %-12s %-8s %s", t, ev.Server, ev.Kind, render.Event(ev, consoleHints)))
+}
+
+// consoleHints word the next step as the console's key for it.
+var consoleHints = render.Hints{
+	Respond: func(string) string { return "6 answers it" },
 }
 
 // paneKeys are the keys of the current pane, most useful first.
