@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/netguard"
 	"github.com/pikod/pikod/mcpclient/oauth"
 )
 
@@ -688,7 +689,7 @@ func asAuthRequired(err error) (*authRequired, bool) {
 // caller). Nothing else is ever resent.
 type authTransport struct {
 	base   http.RoundTripper
-	origin httpOrigin
+	origin netguard.Origin
 	cfg    *contracts.ServerSettings
 	auth   *authState
 	// staged, while set and not committed, is the grant this connection
@@ -707,7 +708,7 @@ func (t *authTransport) token(ctx context.Context) (credential, bool, error) {
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if originOf(req.URL) != t.origin {
+	if netguard.OriginOf(req.URL) != t.origin {
 		// Only the MCP server gets its token; mcp-go never sends elsewhere,
 		// but a server-chosen SSE endpoint must not change that.
 		out := req.Clone(req.Context())
@@ -721,7 +722,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if ar, ok := asAuthRequired(err); ok && t.onRefusal != nil {
 			t.onRefusal(ar)
 		}
-		return nil, &unsentError{err: err, method: req.Method}
+		return nil, &netguard.UnsentError{Err: err, Method: req.Method}
 	}
 	bodyless := req.Body == nil || req.Body == http.NoBody
 	again := func() (*http.Request, bool) {
@@ -791,7 +792,7 @@ func (t *authTransport) send(req *http.Request, cred credential) (*http.Response
 		}
 		if err != nil {
 			closeBody(req)
-			return nil, &unsentError{err: fmt.Errorf("making the DPoP proof for a request to %q: %w", t.cfg.ID, err), method: req.Method}
+			return nil, &netguard.UnsentError{Err: fmt.Errorf("making the DPoP proof for a request to %q: %w", t.cfg.ID, err), Method: req.Method}
 		}
 		out.Header.Set("Authorization", "DPoP "+cred.token)
 		out.Header.Set("DPoP", proof)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/netguard"
 	"github.com/pikod/pikod/mcpclient/oauth"
 )
 
@@ -67,7 +68,7 @@ func TestAuthTransportDPoP(t *testing.T) {
 		t.Cleanup(hs.Close)
 		u, _ := url.Parse(hs.URL + "/mcp?tenant=a")
 		cfg := &contracts.ServerSettings{ID: "d", Transport: contracts.TransportHTTP, URL: u.String()}
-		at := &authTransport{base: http.DefaultTransport, origin: originOf(u), cfg: cfg, auth: &authState{id: "d"}}
+		at := &authTransport{base: http.DefaultTransport, origin: netguard.OriginOf(u), cfg: cfg, auth: &authState{id: "d"}}
 		at.staged.Store(&stagedGrant{grant: &StoredGrant{AccessToken: "tok-1", DPoP: key}})
 		return srv, at, u.String()
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/netguard"
 	"github.com/pikod/pikod/mcpclient/oauth"
 )
 
@@ -44,7 +45,7 @@ func (s *Supervisor) oauthEnv(cfg *contracts.ServerSettings) (*oauthEnv, error) 
 			"server %q does not use OAuth: it is a %s server, or its stored credentials carry a static Authorization header", cfg.ID, cfg.Transport),
 			"for OAuth, clear the static header with 'pikoctl mcp secret "+cfg.ID+"'")
 	}
-	hc, err := NewGuardedClient(GuardConfig{
+	hc, err := netguard.NewClient(netguard.Config{
 		URL: cfg.URL, AllowPrivateNetwork: cfg.AllowPrivateNetwork, SameHostAnyPort: true,
 		MaxBodyBytes: oauth.MaxDocumentBytes + 1, Resolver: s.opts.Resolver, TLSPin: cfg.TLSPin,
 	})

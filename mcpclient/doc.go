@@ -1,15 +1,15 @@
 // Package mcpclient owns one supervised session per configured MCP server:
 // stdio children (started and stopped through mcpclient/proc, which owns
-// the processes), guarded HTTP and SSE clients, the protocol era,
-// complete catalogs with model-facing names and definition digests, and
-// the requests pikod sends.
+// the processes), HTTP and SSE clients (on mcpclient/netguard's guarded
+// client, the SSRF guard), the protocol era, complete catalogs with
+// model-facing names and definition digests, and the requests pikod sends.
 //
 // A Supervisor holds the sessions; each session has at most one live
 // connection, shared by concurrent callers, and never reconnects by itself.
 //
-// It may import contracts, mcpclient/proc, mark3labs/mcp-go, golang.org/x/oauth2,
-// golang.org/x/sys, santhosh-tekuri/jsonschema/v6 (with golang.org/x/text)
-// and zerolog; never daemon, rpc, vault or approvals (the
+// It may import contracts, mcpclient/proc, mcpclient/netguard,
+// mcpclient/oauth, mark3labs/mcp-go, golang.org/x/oauth2, golang.org/x/sys,
+// santhosh-tekuri/jsonschema/v6 (with golang.org/x/text) and zerolog; never daemon, rpc, vault or approvals (the
 // daemon passes it what it needs through small interfaces such as
 // proc.Records and Pins).
 //
@@ -24,7 +24,6 @@
 //	                       stdio stdout watch
 //	negotiate.go, raw.go   the protocol era (initialize, server/discover, a pin) and raw
 //	                       requests; getstream.go, ssetap.go the HTTP streams
-//	httpguard.go, netaddr.go the guarded HTTP client (SSRF guard) and address classes
 //	catalog.go, changes.go catalogs, model-facing names, digests and list changes
 //	search.go              BM25 search over the catalogs' tools (extensions.mcp.search)
 //	pins.go                grants pinned to definition digests

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pikod/pikod/mcpclient/netguard"
 )
 
 // rawRequester sends requests with raw JSON params and returns raw results,
@@ -166,7 +167,7 @@ func (r *rawRequester) sentNothing(err error, before uint64) bool {
 	if r.written != nil {
 		return unsentFrame(err) || r.written() == before
 	}
-	return unsentHTTP(err)
+	return netguard.PostNotSent(err)
 }
 
 // withMeta merges the per-request metadata of the modern protocol into

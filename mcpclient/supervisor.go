@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/netguard"
 	"github.com/pikod/pikod/mcpclient/proc"
 	"github.com/rs/zerolog"
 )
@@ -42,7 +43,7 @@ type Options struct {
 	// PATH (a search path is not a secret).
 	PATH string
 	// Resolver resolves HTTP hosts; nil uses the system resolver.
-	Resolver Resolver
+	Resolver netguard.Resolver
 	// Credentials returns a server's private environment variables (stdio)
 	// or headers (http, sse) at connect time, for exactly the settings the
 	// session runs with; nil means none. An error

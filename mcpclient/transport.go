@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/mcpclient/netguard"
 	"github.com/pikod/pikod/mcpclient/proc"
 )
 
@@ -65,7 +66,7 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 			for k, v := range creds.Headers {
 				headers[k] = v
 			}
-			hc, err := NewGuardedClient(GuardConfig{
+			hc, err := netguard.NewClient(netguard.Config{
 				URL: s.cfg.URL, AllowPrivateNetwork: s.cfg.AllowPrivateNetwork, Headers: headers,
 				MaxBodyBytes: int64(s.cfg.MessageLimit()), Resolver: s.sup.opts.Resolver, TLSPin: s.cfg.TLSPin,
 			})
@@ -79,7 +80,7 @@ func (s *session) transport(c *conn, listen bool) (transport.Interface, error) {
 				if err != nil {
 					return nil, fmt.Errorf("parsing server url: %w", contracts.ErrInvalidArgument)
 				}
-				at := &authTransport{base: hc.Transport, origin: originOf(u), cfg: &s.cfg, auth: s.sup.auth(s.cfg.ID), onRefusal: c.noteRefusal}
+				at := &authTransport{base: hc.Transport, origin: netguard.OriginOf(u), cfg: &s.cfg, auth: s.sup.auth(s.cfg.ID), onRefusal: c.noteRefusal}
 				if c.staged != nil {
 					at.staged.Store(c.staged)
 				}

@@ -59,7 +59,7 @@ var importRules = map[string]struct {
 }{
 	"contracts":   {},
 	"rpc":         {own: []string{"contracts"}, thirdParty: mods(jsonrpcMods, zerologMods)},
-	"mcpclient":   {own: []string{"contracts", "mcpclient/proc", "mcpclient/oauth"}, thirdParty: mods(mcpGoMods, sessionMods, zerologMods)},
+	"mcpclient":   {own: []string{"contracts", "mcpclient/proc", "mcpclient/oauth", "mcpclient/netguard"}, thirdParty: mods(mcpGoMods, sessionMods, zerologMods)},
 	"vault":       {own: []string{"contracts"}, thirdParty: mods(keyringMods, zerologMods)},
 	"approvals":   {own: []string{"contracts"}, thirdParty: mods(bboltMods, zerologMods)},
 	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
@@ -78,6 +78,10 @@ var importRules = map[string]struct {
 
 	// The OAuth protocol pieces know nothing of sessions or the SDK.
 	"mcpclient/oauth": {own: []string{"contracts"}, thirdParty: []string{"golang.org/x/oauth2"}},
+
+	// The network guard knows nothing of MCP: the standard library and
+	// contracts' error classes.
+	"mcpclient/netguard": {own: []string{"contracts"}},
 
 	// Process supervision knows nothing of MCP: no SDK, no other package.
 	"mcpclient/proc": {own: []string{"contracts"}, thirdParty: zerologMods},
@@ -152,7 +156,7 @@ func hasPrefix(path string, prefixes []string) bool {
 // owns and what it may not import.
 func TestPackageDocs(t *testing.T) {
 	root := depsModuleRoot(t)
-	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "mcpclient/oauth", "vault", "approvals", "daemon", "tests"} {
+	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "mcpclient/oauth", "mcpclient/netguard", "vault", "approvals", "daemon", "tests"} {
 		b, err := os.ReadFile(filepath.Join(root, dir, "doc.go"))
 		if err != nil {
 			t.Errorf("%s has no doc.go: %v", dir, err)

@@ -1,4 +1,4 @@
-package mcpclient
+package netguard
 
 import (
 	"context"
@@ -113,8 +113,8 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
-// GuardConfig configures one server's guarded HTTP client.
-type GuardConfig struct {
+// Config configures one server's guarded HTTP client.
+type Config struct {
 	// URL is the configured endpoint. Its origin (scheme, host, port) is
 	// "the origin": the only place headers go and the only place
 	// AllowPrivateNetwork applies.
@@ -166,16 +166,16 @@ type GuardConfig struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// httpOrigin is a URL's (scheme, host, port) in a canonical form.
-type httpOrigin struct {
+// Origin is a URL's (scheme, host, port) in a canonical form.
+type Origin struct {
 	scheme, host, port string
 }
 
-func (o httpOrigin) String() string {
+func (o Origin) String() string {
 	return o.scheme + "://" + net.JoinHostPort(o.host, o.port)
 }
 
-func originOf(u *url.URL) httpOrigin {
+func OriginOf(u *url.URL) Origin {
 	scheme := strings.ToLower(u.Scheme)
 	host := strings.ToLower(u.Hostname())
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -190,7 +190,7 @@ func originOf(u *url.URL) httpOrigin {
 			port = "80"
 		}
 	}
-	return httpOrigin{scheme, host, port}
+	return Origin{scheme, host, port}
 }
 
 // refusedHeaders may not be configured: the transport owns them.
@@ -204,7 +204,7 @@ var refusedHeaders = map[string]bool{
 // before the inner transport sees it and each response before the caller
 // does; its dialContext vets and pins every connection.
 type guard struct {
-	origin       httpOrigin
+	origin       Origin
 	allowPrivate bool
 	anyPort      bool
 	headers      http.Header
@@ -219,7 +219,7 @@ type guard struct {
 	pinned *http.Transport
 }
 
-// NewGuardedClient returns the http.Client for one HTTP or SSE server (and
+// NewClient returns the http.Client for one HTTP or SSE server (and
 // its OAuth flows): https only, every resolved address public unless
 // AllowPrivateNetwork covers the origin, connections pinned to the vetted
 // address, no redirects, no proxy, no cookie jar, no compression, bounded
@@ -230,7 +230,7 @@ type guard struct {
 // Timeout on the installed client, which would also cut long-lived event
 // streams. Give the same client to OAuth (OAuthConfig.HTTPClient), whose
 // default client follows redirects.
-func NewGuardedClient(cfg GuardConfig) (*http.Client, error) {
+func NewClient(cfg Config) (*http.Client, error) {
 	g, err := newGuard(cfg)
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func NewGuardedClient(cfg GuardConfig) (*http.Client, error) {
 	}, nil
 }
 
-func newGuard(cfg GuardConfig) (*guard, error) {
+func newGuard(cfg Config) (*guard, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		// The url.Error would repeat the whole url; keep only what is wrong.
@@ -274,7 +274,7 @@ func newGuard(cfg GuardConfig) (*guard, error) {
 		return nil, fmt.Errorf("checking body limit: %d is negative: %w", cfg.MaxBodyBytes, contracts.ErrInvalidArgument)
 	}
 	g := &guard{
-		origin:       originOf(u),
+		origin:       OriginOf(u),
 		allowPrivate: cfg.AllowPrivateNetwork,
 		anyPort:      cfg.SameHostAnyPort,
 		headers:      make(http.Header, len(cfg.Headers)),
@@ -403,7 +403,7 @@ type dialPolicy struct {
 // sameOrigin reports whether u is the configured origin: the header and
 // allowPrivateNetwork decision.
 func (g *guard) sameOrigin(u *url.URL) bool {
-	return originOf(u) == g.origin
+	return OriginOf(u) == g.origin
 }
 
 // prepare checks req and returns the clone the inner transport sends:
@@ -414,7 +414,7 @@ func (g *guard) prepare(req *http.Request) (*http.Request, error) {
 		return nil, fmt.Errorf("sending request: no url: %w", contracts.ErrInvalidArgument)
 	}
 	same := g.sameOrigin(req.URL)
-	allowPrivate := (same || (g.anyPort && originOf(req.URL).host == g.origin.host)) && g.allowPrivate
+	allowPrivate := (same || (g.anyPort && OriginOf(req.URL).host == g.origin.host)) && g.allowPrivate
 	switch strings.ToLower(req.URL.Scheme) {
 	case "https":
 	case "http":
@@ -447,14 +447,14 @@ func (g *guard) prepare(req *http.Request) (*http.Request, error) {
 // RoundTrip implements http.RoundTripper. A failure that provably happened
 // before any byte of the request left pikod (a refused address, a failed
 // name lookup, a refused connection, a failed TLS handshake) carries an
-// unsentError; see sendTrace for the proof.
+// UnsentError; see sendTrace for the proof.
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	out, err := g.prepare(req)
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, &unsentError{err: err, method: req.Method}
+		return nil, &UnsentError{Err: err, Method: req.Method}
 	}
 	st := &sendTrace{replayable: replayable(out)}
 	out = out.WithContext(context.WithValue(httptrace.WithClientTrace(out.Context(), st.clientTrace()), sendTraceKey{}, st))
@@ -465,7 +465,7 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := inner.RoundTrip(out)
 	if err != nil {
 		if st.nothingSent() {
-			return nil, &unsentError{err: err, method: req.Method}
+			return nil, &UnsentError{Err: err, Method: req.Method}
 		}
 		return nil, err
 	}
@@ -751,3 +751,29 @@ func (b *cappedBody) fail(what string) error {
 }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// UnsentError is the guarded HTTP client's record that one request
+// provably never left pikod: it was handed to no connection that could
+// have carried a byte of it (the stdin writer keeps its own record, see
+// proc.NothingWritten). It is a fact about one write or one HTTP request,
+// not yet about a JSON-RPC request: mcpclient decides whether it is the
+// request's own, and only then is the failure reported
+// with contracts.MarkNotSent.
+type UnsentError struct {
+	Err error
+	// Method is the HTTP method of the request that was not sent.
+	Method string
+}
+
+func (e *UnsentError) Error() string { return e.Err.Error() }
+func (e *UnsentError) Unwrap() error { return e.Err }
+
+// PostNotSent reports whether err carries the record that a POST never
+// left pikod. Only a POST carries a JSON-RPC request in both MCP HTTP
+// transports (mcp-go makes exactly one per request; a GET that resumes
+// the response stream comes after the POST went out), so only a POST's
+// record speaks for a request.
+func PostNotSent(err error) bool {
+	var u *UnsentError
+	return errors.As(err, &u) && u.Method == http.MethodPost
+}

@@ -1,4 +1,4 @@
-package mcpclient
+package netguard
 
 import (
 	"crypto/sha256"
@@ -39,7 +39,7 @@ func TestGuardTLSPin(t *testing.T) {
 		{"key in upper case", "sha256:" + strings.ToUpper(strings.TrimPrefix(keyPin, "sha256:"))},
 	} {
 		pin := tt.pin
-		c := newGuardTestClient(t, GuardConfig{URL: origin, AllowPrivateNetwork: true, TLSPin: pin,
+		c := newGuardTestClient(t, Config{URL: origin, AllowPrivateNetwork: true, TLSPin: pin,
 			Headers: map[string]string{"Authorization": header}})
 		resp, err := guardGet(c, origin, nil)
 		if err != nil {
@@ -54,7 +54,7 @@ func TestGuardTLSPin(t *testing.T) {
 
 	// Without a pin the self-signed certificate is not trusted at all: the
 	// pin is what made the requests above work.
-	plain := newGuardTestClient(t, GuardConfig{URL: origin, AllowPrivateNetwork: true})
+	plain := newGuardTestClient(t, Config{URL: origin, AllowPrivateNetwork: true})
 	var unknown x509.UnknownAuthorityError
 	if _, err := guardGet(plain, origin, nil); !errors.As(err, &unknown) {
 		t.Errorf("no pin, no CA: err = %v, want an unknown authority", err)
@@ -62,7 +62,7 @@ func TestGuardTLSPin(t *testing.T) {
 
 	wrong := contracts.FormatTLSPin(sha256.Sum256([]byte("another bridge")))
 	seen := len(srv.seen)
-	c := newGuardTestClient(t, GuardConfig{URL: origin, AllowPrivateNetwork: true, TLSPin: wrong,
+	c := newGuardTestClient(t, Config{URL: origin, AllowPrivateNetwork: true, TLSPin: wrong,
 		Headers: map[string]string{"Authorization": header}})
 	_, err := guardGet(c, origin+"?x=1", nil)
 	var pe *PinMismatchError
@@ -82,7 +82,7 @@ func TestGuardTLSPin(t *testing.T) {
 	if err != nil && strings.Contains(err.Error(), header) {
 		t.Errorf("the mismatch message carries the header: %q", err)
 	}
-	var ue *unsentError
+	var ue *UnsentError
 	if !errors.As(err, &ue) {
 		t.Errorf("wrong pin: %v is not marked as not sent", err)
 	}
@@ -99,7 +99,7 @@ func TestGuardTLSPin(t *testing.T) {
 	otherURL := fmt.Sprintf("https://127.0.0.1:%d/mcp", other.Listener.Addr().(*net.TCPAddr).Port)
 	pool := x509.NewCertPool()
 	pool.AddCert(other.Certificate())
-	both := newGuardTestClient(t, GuardConfig{URL: origin, AllowPrivateNetwork: true, SameHostAnyPort: true, TLSPin: wrong,
+	both := newGuardTestClient(t, Config{URL: origin, AllowPrivateNetwork: true, SameHostAnyPort: true, TLSPin: wrong,
 		TLSConfig: &tls.Config{RootCAs: pool}})
 	if resp, err := guardGet(both, otherURL, nil); err != nil {
 		t.Errorf("another origin under a pin: %v, want the ordinary verification", err)
@@ -121,9 +121,9 @@ func TestGuardTLSPinConfig(t *testing.T) {
 		{"https://127.0.0.1:9/mcp", "sha1:" + strings.Repeat("0a", 20), `"sha256:" followed by`},
 		{"https://127.0.0.1:9/mcp", "sha256:" + strings.Repeat("0g", 32), "hex digits"},
 	} {
-		_, err := NewGuardedClient(GuardConfig{URL: tt.url, AllowPrivateNetwork: true, TLSPin: tt.pin})
+		_, err := NewClient(Config{URL: tt.url, AllowPrivateNetwork: true, TLSPin: tt.pin})
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, contracts.ErrInvalidArgument) {
-			t.Errorf("NewGuardedClient(%s, %s) = %v, want an invalid argument saying %q", tt.url, tt.pin, err, tt.want)
+			t.Errorf("NewClient(%s, %s) = %v, want an invalid argument saying %q", tt.url, tt.pin, err, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package mcpclient
+package netguard
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package mcpclient
+package netguard
 
 import (
 	"bytes"
@@ -160,11 +160,11 @@ func (d *dialCounter) count() int {
 	return len(d.addrs)
 }
 
-func newGuardTestClient(t *testing.T, cfg GuardConfig) *http.Client {
+func newGuardTestClient(t *testing.T, cfg Config) *http.Client {
 	t.Helper()
-	c, err := NewGuardedClient(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
-		t.Fatalf("NewGuardedClient(%q): %v", cfg.URL, err)
+		t.Fatalf("NewClient(%q): %v", cfg.URL, err)
 	}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
@@ -215,12 +215,12 @@ func TestGuardRefusesNonPublicWithoutException(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dc := &dialCounter{t: t}
 			before := res.total()
-			cfg := GuardConfig{URL: tt.url, Resolver: res, dial: dc.dial}
+			cfg := Config{URL: tt.url, Resolver: res, dial: dc.dial}
 			if tt.realDNS {
 				cfg.Resolver = nil
 			}
 			// As the configured origin: refused at construction or request.
-			c, err := NewGuardedClient(cfg)
+			c, err := NewClient(cfg)
 			if err == nil {
 				t.Cleanup(c.CloseIdleConnections)
 				_, err = guardGet(c, tt.url, nil)
@@ -232,7 +232,7 @@ func TestGuardRefusesNonPublicWithoutException(t *testing.T) {
 				t.Errorf("own origin %s: err = %q, want it to contain %q", tt.url, err, tt.msg)
 			}
 			// As another origin of a public server: refused the same way.
-			other := newGuardTestClient(t, GuardConfig{URL: "https://mcp.example.com/mcp", Resolver: cfg.Resolver, dial: dc.dial})
+			other := newGuardTestClient(t, Config{URL: "https://mcp.example.com/mcp", Resolver: cfg.Resolver, dial: dc.dial})
 			if _, err := guardGet(other, tt.url, nil); !errors.Is(err, tt.want) {
 				t.Fatalf("other origin %s: err = %v, want %v", tt.url, err, tt.want)
 			}
@@ -266,7 +266,7 @@ func TestGuardEveryAddressChecked(t *testing.T) {
 		"mapped6.test": "169.254.169.254 (link-local)", "loopback.test": "::1 (loopback)",
 	} {
 		dc := &dialCounter{t: t}
-		c := newGuardTestClient(t, GuardConfig{URL: "https://" + host + "/mcp", Resolver: res, dial: dc.dial})
+		c := newGuardTestClient(t, Config{URL: "https://" + host + "/mcp", Resolver: res, dial: dc.dial})
 		_, err := guardGet(c, "https://"+host+"/mcp", nil)
 		if !errors.Is(err, ErrBlockedAddress) {
 			t.Fatalf("%s: err = %v, want ErrBlockedAddress", host, err)
@@ -304,7 +304,7 @@ func TestGuardPlaintextNeverPublic(t *testing.T) {
 		{"http://mapped.test/mcp", "8.8.4.4"}, // the resolver gives IPv4 answers as IPv4
 	} {
 		dc := &dialCounter{t: t}
-		c := newGuardTestClient(t, GuardConfig{URL: tt.url, AllowPrivateNetwork: true, Resolver: res, dial: dc.dial})
+		c := newGuardTestClient(t, Config{URL: tt.url, AllowPrivateNetwork: true, Resolver: res, dial: dc.dial})
 		_, err := guardGet(c, tt.url, nil)
 		if !errors.Is(err, ErrNotHTTPS) || !errors.Is(err, contracts.ErrPermissionDenied) {
 			t.Fatalf("%s: err = %v, want ErrNotHTTPS", tt.url, err)
@@ -313,7 +313,7 @@ func TestGuardPlaintextNeverPublic(t *testing.T) {
 			!strings.Contains(msg, "only to loopback and private addresses") {
 			t.Errorf("%s: err = %q, want it to name %s as public and the rule", tt.url, msg, tt.ip)
 		}
-		if u := (*unsentError)(nil); !errors.As(err, &u) {
+		if u := (*UnsentError)(nil); !errors.As(err, &u) {
 			t.Errorf("%s: the refusal is not marked as not sent: %v", tt.url, err)
 		}
 		if n := dc.count(); n != 0 {
@@ -328,7 +328,7 @@ func TestGuardPlaintextNeverPublic(t *testing.T) {
 	// public address under the same exception is the ordinary case.
 	ok := newOriginServer(t, "", false)
 	for _, u := range []string{ok.URL + "/mcp", strings.Replace(ok.URL, "127.0.0.1", "lan.test", 1) + "/mcp"} {
-		c := newGuardTestClient(t, GuardConfig{URL: u, AllowPrivateNetwork: true, Resolver: res, dial: (&dialCounter{t: t}).dial})
+		c := newGuardTestClient(t, Config{URL: u, AllowPrivateNetwork: true, Resolver: res, dial: (&dialCounter{t: t}).dial})
 		resp, err := guardGet(c, u, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", u, err)
@@ -336,7 +336,7 @@ func TestGuardPlaintextNeverPublic(t *testing.T) {
 		resp.Body.Close()
 	}
 	dc := &dialCounter{t: t}
-	c := newGuardTestClient(t, GuardConfig{URL: "https://public.test/mcp", AllowPrivateNetwork: true, Resolver: res, dial: dc.dial})
+	c := newGuardTestClient(t, Config{URL: "https://public.test/mcp", AllowPrivateNetwork: true, Resolver: res, dial: dc.dial})
 	if _, err := guardGet(c, "https://public.test/mcp", nil); errors.Is(err, ErrNotHTTPS) || errors.Is(err, ErrBlockedAddress) {
 		t.Errorf("https to a public address with allowPrivateNetwork: err = %v, want it dialled", err)
 	}
@@ -412,7 +412,7 @@ func TestGuardAllowPrivateNetworkOrigin(t *testing.T) {
 	targetURL := "http://127.0.0.1:" + target.port() + "/landing"
 	srv := newOriginServer(t, targetURL, false)
 	dc := &dialCounter{t: t}
-	c := newGuardTestClient(t, GuardConfig{
+	c := newGuardTestClient(t, Config{
 		URL:                 srv.URL + "/mcp",
 		AllowPrivateNetwork: true,
 		Headers:             map[string]string{"X-Api-Key": "configured-key", "x-trace": "configured"},
@@ -543,7 +543,7 @@ func TestGuardTLSHostnamePinned(t *testing.T) {
 	pool.AddCert(srv.Certificate())
 	dc := &dialCounter{t: t}
 	origin := fmt.Sprintf("https://example.com:%d/mcp", port)
-	c := newGuardTestClient(t, GuardConfig{
+	c := newGuardTestClient(t, Config{
 		URL:                 origin,
 		AllowPrivateNetwork: true,
 		Resolver:            res,
@@ -572,7 +572,7 @@ func TestGuardTLSHostnamePinned(t *testing.T) {
 	}
 	// Without the exception the same server is refused before any dial.
 	res2 := newGuardResolver(map[string][]any{"example.com": {[]string{"127.0.0.1"}}})
-	strict := newGuardTestClient(t, GuardConfig{URL: origin, Resolver: res2, TLSConfig: &tls.Config{RootCAs: pool}, dial: dc.dial})
+	strict := newGuardTestClient(t, Config{URL: origin, Resolver: res2, TLSConfig: &tls.Config{RootCAs: pool}, dial: dc.dial})
 	if _, err := guardGet(strict, origin, nil); !errors.Is(err, ErrBlockedAddress) {
 		t.Errorf("without allowPrivateNetwork: err = %v, want ErrBlockedAddress", err)
 	}
@@ -594,7 +594,7 @@ func TestGuardIgnoresProxyEnvironment(t *testing.T) {
 	// A name, not a loopback literal: the environment's proxy rules would
 	// send it through the proxy.
 	u := fmt.Sprintf("http://origin.test:%d/mcp", port)
-	c := newGuardTestClient(t, GuardConfig{
+	c := newGuardTestClient(t, Config{
 		URL:                 u,
 		AllowPrivateNetwork: true,
 		Resolver:            newGuardResolver(map[string][]any{"origin.test": {[]string{"127.0.0.1"}}}),
@@ -614,7 +614,7 @@ func TestGuardIgnoresProxyEnvironment(t *testing.T) {
 }
 
 func TestGuardHeaderDecision(t *testing.T) {
-	g, err := newGuard(GuardConfig{
+	g, err := newGuard(Config{
 		URL:     "https://api.example.com/mcp",
 		Headers: map[string]string{"X-Api-Key": "configured"},
 	})
@@ -666,7 +666,7 @@ func TestGuardHeaderDecision(t *testing.T) {
 	if _, err := g.prepare(httptest.NewRequest(http.MethodGet, "http://api.example.com/mcp", nil)); !errors.Is(err, ErrNotHTTPS) {
 		t.Errorf("http to origin without exception: err = %v, want ErrNotHTTPS", err)
 	}
-	lan, err := newGuard(GuardConfig{URL: "http://192.168.1.5:8080/mcp", AllowPrivateNetwork: true})
+	lan, err := newGuard(Config{URL: "http://192.168.1.5:8080/mcp", AllowPrivateNetwork: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,34 +702,34 @@ func TestGuardHeaderDecision(t *testing.T) {
 	}
 }
 
-func TestNewGuardedClientValidates(t *testing.T) {
+func TestNewClientValidates(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  GuardConfig
+		cfg  Config
 		want error
 	}{
-		{"ok", GuardConfig{URL: "https://mcp.example.com/mcp"}, nil},
-		{"ok lan http", GuardConfig{URL: "http://10.0.0.2:3000/mcp", AllowPrivateNetwork: true}, nil},
-		{"http", GuardConfig{URL: "http://mcp.example.com/mcp"}, ErrNotHTTPS},
-		{"ftp", GuardConfig{URL: "ftp://mcp.example.com/"}, ErrNotHTTPS},
-		{"no host", GuardConfig{URL: "https:///mcp"}, contracts.ErrInvalidArgument},
-		{"relative", GuardConfig{URL: "/mcp"}, ErrNotHTTPS},
-		{"userinfo", GuardConfig{URL: "https://user:pw@mcp.example.com/"}, contracts.ErrInvalidArgument},
-		{"bad port", GuardConfig{URL: "https://mcp.example.com:99999/"}, contracts.ErrInvalidArgument},
-		{"unparsable", GuardConfig{URL: "https://[::1/"}, contracts.ErrInvalidArgument},
-		{"host header", GuardConfig{URL: "https://mcp.example.com/", Headers: map[string]string{"host": "x"}}, contracts.ErrInvalidArgument},
-		{"negative cap", GuardConfig{URL: "https://mcp.example.com/", MaxBodyBytes: -1}, contracts.ErrInvalidArgument},
+		{"ok", Config{URL: "https://mcp.example.com/mcp"}, nil},
+		{"ok lan http", Config{URL: "http://10.0.0.2:3000/mcp", AllowPrivateNetwork: true}, nil},
+		{"http", Config{URL: "http://mcp.example.com/mcp"}, ErrNotHTTPS},
+		{"ftp", Config{URL: "ftp://mcp.example.com/"}, ErrNotHTTPS},
+		{"no host", Config{URL: "https:///mcp"}, contracts.ErrInvalidArgument},
+		{"relative", Config{URL: "/mcp"}, ErrNotHTTPS},
+		{"userinfo", Config{URL: "https://user:pw@mcp.example.com/"}, contracts.ErrInvalidArgument},
+		{"bad port", Config{URL: "https://mcp.example.com:99999/"}, contracts.ErrInvalidArgument},
+		{"unparsable", Config{URL: "https://[::1/"}, contracts.ErrInvalidArgument},
+		{"host header", Config{URL: "https://mcp.example.com/", Headers: map[string]string{"host": "x"}}, contracts.ErrInvalidArgument},
+		{"negative cap", Config{URL: "https://mcp.example.com/", MaxBodyBytes: -1}, contracts.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
-		c, err := NewGuardedClient(tt.cfg)
+		c, err := NewClient(tt.cfg)
 		if tt.want == nil {
 			if err != nil || c == nil {
-				t.Errorf("%s: NewGuardedClient = %v, want a client", tt.name, err)
+				t.Errorf("%s: NewClient = %v, want a client", tt.name, err)
 			}
 			continue
 		}
 		if !errors.Is(err, tt.want) {
-			t.Errorf("%s: NewGuardedClient(%q) err = %v, want %v", tt.name, tt.cfg.URL, err, tt.want)
+			t.Errorf("%s: NewClient(%q) err = %v, want %v", tt.name, tt.cfg.URL, err, tt.want)
 		}
 		if err != nil && strings.Contains(err.Error(), "pw") {
 			t.Errorf("%s: error %q repeats url credentials", tt.name, err)
