@@ -13,8 +13,8 @@
 //	settings.go           the saved settings of each extension, with their revision
 //	schema.go             the buckets and the ordered migrations (drawn below)
 //	group.go              the group committer: call writes share one commit and fsync
-//	action.go             an action: its record, states' advice and summary, its digest,
-//	                      the ids, the TTL and the reasons recovery gives
+//	action.go             an action: its record, its digest, the ids, the TTL and
+//	                      the reasons recovery gives
 //	ledger.go             the ledger: open and recover, prepare, begin, get, list, close
 //	decisions.go          decisions on an action: approve, reject, revalidate, the
 //	                      refusals, and the transitions to dispatched and the end states
@@ -25,8 +25,6 @@
 //	                      and checkpoints
 //	sources.go            retained results (files with metadata); sources_retention.go
 //	                      their cap and eviction
-//	preview*.go, review.go the bounded previews of results, resources, prompts and
-//	                      skills, and an action's review
 //	pins.go, skillpins.go pinned tool definitions and skills
 //	tasks.go              tasks; processes.go the process records
 //	compact.go            compaction of the file
@@ -173,7 +171,7 @@
 // an approved one failed (provably never sent).
 //
 // Redaction happens before approvals sees anything: the daemon passes the
-// vault's redactor over a result before Put and Preview, and over a
+// vault's redactor over a result before Put (and daemon/present's Preview), and over a
 // receipt's error, a tool description and a pinned definition before they
 // are stored, so every cut made here (a preview's text budget, a
 // source.read window) cuts text that holds no secret. approvals therefore

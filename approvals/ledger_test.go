@@ -213,8 +213,8 @@ func TestHappyPath(t *testing.T) {
 	if string(got.Arguments) != exactArgs || got.ToolDescription != "writes a file" || got.Fingerprints != fp0 {
 		t.Errorf("stored action = args %q desc %q fp %+v; want the exact prepared values", got.Arguments, got.ToolDescription, got.Fingerprints)
 	}
-	if adv := got.Summary().Advice; !strings.Contains(adv, "pikoctl mcp review "+a.ID) {
-		t.Errorf("prepared advice = %q", adv)
+	if got.State != contracts.ActionPrepared {
+		t.Errorf("stored action is %s, want prepared", got.State)
 	}
 
 	ap, err := in.l.Approve(a.ID, a.Digest, fp0)
@@ -234,9 +234,8 @@ func TestHappyPath(t *testing.T) {
 	if err != nil || f.State != contracts.ActionCompleted || f.ReceiptID != r.ID || f.SourceID != "src_1" {
 		t.Fatalf("Finish = %+v, %v", f, err)
 	}
-	s := in.state(a.ID).Summary()
-	if s.State != "completed" || s.ReceiptID != r.ID || s.ExpiresAt == "" {
-		t.Errorf("Summary = %+v", s)
+	if s := in.state(a.ID); s.State != contracts.ActionCompleted || s.ReceiptID != r.ID || s.ExpiresAt.IsZero() {
+		t.Errorf("stored = %+v", s)
 	}
 	// A finished action cannot be finished or dispatched again.
 	if _, err := in.l.MarkDispatched(a.ID); !errors.Is(err, contracts.ErrFailedPrecondition) {
@@ -541,9 +540,8 @@ func TestRestartRecovery(t *testing.T) {
 			t.Errorf("after restart %s NotSent = %v, want %v (only the approved, never dispatched one)", id, got, want)
 		}
 	}
-	u := in.state(dispatched.ID).Summary()
-	if !strings.Contains(u.Advice, "check files") || !strings.Contains(u.Advice, "will not resend") {
-		t.Errorf("uncertain advice = %q", u.Advice)
+	if u := in.state(dispatched.ID); u.State != contracts.ActionUncertain || u.Server != "files" {
+		t.Errorf("the dispatched action after a restart = %+v, want uncertain, of files", u)
 	}
 	if got := in.state(completed.ID); got.ReceiptID != rcpt.ID {
 		t.Errorf("completed action lost its receipt id: %+v", got)
@@ -819,10 +817,10 @@ func TestFinishRules(t *testing.T) {
 	}
 	// Approved but never sent (say the connection was gone): failed.
 	f, err := in.l.Finish(a.ID, contracts.ActionFailed, "server not connected; nothing was sent", "", "")
-	if err != nil || f.State != contracts.ActionFailed || f.Summary().Advice != "nothing more will happen" {
+	if err != nil || f.State != contracts.ActionFailed {
 		t.Errorf("Finish failed from approved = %+v, %v", f, err)
 	}
-	if f.NotSent || f.Summary().NotSent {
+	if f.NotSent {
 		t.Errorf("Finish failed marked the action not sent: %+v", f)
 	}
 	// A dispatched call that provably never left: failed (not sent), and
@@ -834,8 +832,8 @@ func TestFinishRules(t *testing.T) {
 	if err != nil || ns.State != contracts.ActionFailed || !ns.NotSent || ns.ReceiptID != "rcpt_x" {
 		t.Fatalf("FinishNotSent = %+v, %v", ns, err)
 	}
-	if s := in.state(b.ID).Summary(); !s.NotSent || !strings.Contains(s.Advice, "nothing was sent") || !strings.Contains(s.Advice, "make the call again") {
-		t.Errorf("not-sent summary = %+v", s)
+	if s := in.state(b.ID); !s.NotSent || s.State != contracts.ActionFailed {
+		t.Errorf("not-sent action = %+v", s)
 	}
 	if _, err := in.l.FinishNotSent(b.ID, "again", ""); !errors.Is(err, contracts.ErrFailedPrecondition) {
 		t.Errorf("FinishNotSent of a failed action = %v, want ErrFailedPrecondition", err)
@@ -965,7 +963,7 @@ func TestFinishStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := in.l.Finish(a.ID, contracts.ActionStale, "the tool's definition changed before it was sent; nothing was sent", "", "")
-	if err != nil || s.State != contracts.ActionStale || !strings.Contains(s.Summary().Advice, "nothing was sent") {
+	if err != nil || s.State != contracts.ActionStale {
 		t.Fatalf("Finish stale from dispatched = %+v, %v", s, err)
 	}
 	in.restart()

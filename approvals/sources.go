@@ -532,7 +532,7 @@ func (s *SourceStore) record(id string) (sourceRecord, error) {
 	}
 	if !found {
 		return sourceRecord{}, contracts.Errorf(contracts.ErrNotFound, contracts.ReasonUnknownSource,
-			"no retained source %q: use the originalResultSourceId of a call result (a source goes when retention prunes its receipt)", clip(id, 80))
+			"no retained source %q: use the originalResultSourceId of a call result (a source goes when retention prunes its receipt)", contracts.SafeText(id, contracts.OneLine, 80))
 	}
 	return rec, nil
 }

@@ -2,7 +2,6 @@ package approvals
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -53,53 +53,8 @@ func runeWindow(s string, off, n int64) string {
 	return s[i:j]
 }
 
-// bigResult returns a ~20 MB MCP result whose one text block is mostly
-// ASCII with two- and four-byte characters spread through it.
-func bigResult(t *testing.T) (result []byte, text string) {
-	t.Helper()
-	var b strings.Builder
-	line := 0
-	for b.Len() < 20<<20 {
-		b.WriteString("line ")
-		b.WriteString(strings.Repeat("x", line%97))
-		switch line % 5 {
-		case 1:
-			b.WriteString(" café ")
-		case 3:
-			b.WriteString(" 😀 <&> \"q\" \\ ")
-		}
-		b.WriteByte('\n')
-		line++
-	}
-	text = "HEAD-MARK " + b.String() + " TAIL-MARK"
-	result, err := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return result, text
-}
-
 func TestSourceTwentyMegabytes(t *testing.T) {
-	result, text := bigResult(t)
-
-	content, _, _, truncated, err := Preview(result, PreviewLimits{})
-	if err != nil {
-		t.Fatalf("Preview: %v", err)
-	}
-	if !truncated {
-		t.Error("Preview of 20 MB: truncated = false")
-	}
-	if len(content) > 200<<10 {
-		t.Errorf("Preview of 20 MB: content is %d bytes, want a bounded preview", len(content))
-	}
-	var blocks []struct{ Text string }
-	if err := json.Unmarshal(content, &blocks); err != nil {
-		t.Fatal(err)
-	}
-	if len(blocks) != 3 || !strings.HasPrefix(blocks[0].Text, "HEAD-MARK") ||
-		!strings.HasSuffix(blocks[2].Text, "TAIL-MARK") || !strings.Contains(blocks[1].Text, "characters omitted") {
-		t.Errorf("Preview blocks: %d, want head, notice, tail", len(blocks))
-	}
+	result, text := testsupport.BigTextResult(t)
 
 	s, _, _ := openSources(t, 0)
 	meta, err := s.Put("srv", "tool", result)

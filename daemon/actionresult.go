@@ -7,6 +7,7 @@ import (
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/daemon/present"
 	"github.com/pikod/pikod/rpc"
 )
 
@@ -23,7 +24,7 @@ func (d *daemon) actionsResult(ctx context.Context, _ *rpc.Request, p *contracts
 	switch a.State {
 	case contracts.ActionPrepared, contracts.ActionApproved, contracts.ActionDispatched:
 		return nil, contracts.WithHint(contracts.Errorf(contracts.ErrFailedPrecondition, contracts.ReasonActionPending,
-			"action %s is %s: it has no result yet", a.ID, a.State), a.Advice())
+			"action %s is %s: it has no result yet", a.ID, a.State), present.Advice(a))
 	case contracts.ActionRejected, contracts.ActionExpired, contracts.ActionStale:
 		res.Status, res.NotSent = a.State, true
 		res.Error = contracts.ToError(contracts.Errorf(contracts.ErrFailedPrecondition, endReason(a.State), "%s", endMessage(a)))
@@ -56,12 +57,12 @@ func (d *daemon) actionsResult(ctx context.Context, _ *rpc.Request, p *contracts
 	switch {
 	case errors.As(err, &we) && we.Reason() == contracts.ReasonSourceTooLarge:
 		res.Truncated = true
-		res.Content = approvals.NoticeContent(fmt.Sprintf("the result is larger than %d bytes: read it whole with source.read %s", contracts.MaxActionResultBytes, a.SourceID))
+		res.Content = present.NoticeContent(fmt.Sprintf("the result is larger than %d bytes: read it whole with source.read %s", contracts.MaxActionResultBytes, a.SourceID))
 		return res, nil
 	case err != nil:
 		return nil, err
 	}
-	content, structured, isError, truncated, err := approvals.Preview(text, approvals.PreviewLimits{})
+	content, structured, isError, truncated, err := present.Preview(text, present.PreviewLimits{})
 	if err != nil {
 		return nil, fmt.Errorf("the retained result of action %s is not a tool result (%v): read it with source.read %s: %w", a.ID, err, a.SourceID, contracts.ErrUpstream)
 	}
@@ -110,7 +111,7 @@ func endMessage(a approvals.Action) string {
 	if a.Reason != "" {
 		msg += ": " + a.Reason
 	}
-	if adv := a.Advice(); adv != "" {
+	if adv := present.Advice(a); adv != "" {
 		msg += " (" + adv + ")"
 	}
 	return msg

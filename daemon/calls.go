@@ -13,6 +13,7 @@ import (
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/daemon/present"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 	"github.com/pikod/pikod/vault"
@@ -160,7 +161,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 			break
 		}
 		res.OriginalResultSourceID = meta.ID
-		content, structured, isError, truncated, perr := approvals.Preview(text, approvals.PreviewLimits{})
+		content, structured, isError, truncated, perr := present.Preview(text, present.PreviewLimits{})
 		if perr != nil {
 			res.Status, state = contracts.CallFailed, contracts.ActionFailed
 			res.Error = contracts.ToError(fmt.Errorf("the server's result is not a tool result (%v): read it with source.read: %w", perr, contracts.ErrUpstream))
@@ -345,7 +346,7 @@ func (d *daemon) actionsList(ctx context.Context, req *rpc.Request, p *contracts
 			continue
 		}
 		if len(out.Actions) < p.Limit {
-			out.Actions = append(out.Actions, a.Summary())
+			out.Actions = append(out.Actions, present.Summary(a))
 		}
 	}
 	return out, nil
@@ -400,7 +401,7 @@ func (d *daemon) actionsReview(ctx context.Context, _ *rpc.Request, p *contracts
 	if err != nil {
 		return nil, err
 	}
-	return approvals.Review(a), nil
+	return present.Review(a), nil
 }
 
 // requestedAction is the action a request's params name, recorded stale

@@ -10,6 +10,8 @@
 //	handlers.go          the method table and the small handlers (hello, settings)
 //	calls.go             calls and approved actions: the grant, the ledger, the send;
 //	                     actionresult.go an ended action's result; tasks.go tasks
+//	present/             what callers and the owner are shown: previews of results,
+//	                     an action's summary, advice and review (package present)
 //	owner.go             the approval passphrase gate of terminal-only methods
 //	pins.go, widening.go pinned definitions, trust, widened grants; skills.go skills
 //	credentials.go       the credential records in the vault; oauth.go OAuth grants;

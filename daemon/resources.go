@@ -6,6 +6,7 @@ import (
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/daemon/present"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 )
@@ -66,7 +67,7 @@ func (d *daemon) readResource(ctx context.Context, req *rpc.Request, p contracts
 		d.log.Error().Err(err).Str("server", p.Server).Msg("retaining a resource read")
 		return nil, fmt.Errorf("the resource was read but its contents could not be retained: %w", err)
 	}
-	contents, truncated, perr := approvals.PreviewResource(text, approvals.PreviewLimits{})
+	contents, truncated, perr := present.PreviewResource(text, present.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptResourceRead, Server: p.Server, Tool: clipText(uri, maxReceiptURIChars),
 		ArgumentsDigest: digestOf([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
@@ -122,7 +123,7 @@ func (d *daemon) getPrompt(ctx context.Context, req *rpc.Request, p contracts.Pr
 		d.log.Error().Err(err).Str("server", p.Server).Msg("retaining a prompt")
 		return nil, fmt.Errorf("the prompt was answered but its messages could not be retained: %w", err)
 	}
-	desc, messages, truncated, perr := approvals.PreviewPrompt(text, approvals.PreviewLimits{})
+	desc, messages, truncated, perr := present.PreviewPrompt(text, present.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptPromptGet, Server: p.Server, Tool: name,
 		ArgumentsDigest: digestOf(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {

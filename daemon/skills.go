@@ -8,6 +8,7 @@ import (
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/daemon/present"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 	"github.com/pikod/pikod/vault"
@@ -108,7 +109,7 @@ func (d *daemon) skillEvidence(req *rpc.Request, p contracts.SkillsParams, out *
 	// type, valid UTF-8); text contents always are.
 	truncated, binary := false, !utf8.Valid(out.Data) || (out.Blob && !strings.HasPrefix(out.MimeType, "text/"))
 	if !binary {
-		text, truncated = approvals.PreviewText(view.Text(string(out.Data)), approvals.PreviewLimits{})
+		text, truncated = present.PreviewText(view.Text(string(out.Data)), present.PreviewLimits{})
 	}
 	d.log.Debug().Str("server", p.Server).Str("source", meta.ID).Str("receipt", rec.ID).Str("op", p.Op).Msg("skill file verified")
 	if p.Op == contracts.SkillOpLoad {

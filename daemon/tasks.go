@@ -9,6 +9,7 @@ import (
 
 	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/daemon/present"
 	"github.com/pikod/pikod/mcpclient"
 	"github.com/pikod/pikod/rpc"
 	"github.com/rs/zerolog"
@@ -224,7 +225,7 @@ func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams, caller
 		d.log.Error().Err(err).Str("server", p.Server).Msg("retaining a task result")
 		return nil, fmt.Errorf("the task's result was received but could not be retained: %w", err)
 	}
-	content, structured, isError, truncated, perr := approvals.Preview(text, approvals.PreviewLimits{})
+	content, structured, isError, truncated, perr := present.Preview(text, present.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptTaskResult, Server: p.Server, Tool: clipText(d.red.Text(p.TaskID), maxReceiptURIChars),
 		ArgumentsDigest: digestOf([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if task, ok, _ := d.ledger.Task(p.Server, p.TaskID); ok {

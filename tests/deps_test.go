@@ -57,14 +57,16 @@ var importRules = map[string]struct {
 	own        []string // module packages allowed
 	thirdParty []string // module path prefixes allowed; nil means none
 }{
-	"contracts":   {},
-	"rpc":         {own: []string{"contracts"}, thirdParty: mods(jsonrpcMods, zerologMods)},
-	"mcpclient":   {own: []string{"contracts", "mcpclient/proc", "mcpclient/oauth", "mcpclient/netguard"}, thirdParty: mods(mcpGoMods, sessionMods, zerologMods)},
-	"vault":       {own: []string{"contracts"}, thirdParty: mods(keyringMods, zerologMods)},
-	"approvals":   {own: []string{"contracts"}, thirdParty: mods(bboltMods, zerologMods)},
-	"daemon":      {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
-	"cmd/pikod":   {own: []string{"contracts", "daemon", "rpc", "mcpclient", "vault", "approvals"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
-	"cmd/pikoctl": {own: []string{"contracts", "rpc", "cmd/pikoctl/tui", "cmd/pikoctl/bridge", "cmd/pikoctl/render"}, thirdParty: mods(jsonrpcMods, cobraMods, consoleMods, mcpGoMods, []string{"github.com/BurntSushi/toml", "github.com/santhosh-tekuri/jsonschema/v6"}, zerologMods)},
+	"contracts": {},
+	"rpc":       {own: []string{"contracts"}, thirdParty: mods(jsonrpcMods, zerologMods)},
+	"mcpclient": {own: []string{"contracts", "mcpclient/proc", "mcpclient/oauth", "mcpclient/netguard"}, thirdParty: mods(mcpGoMods, sessionMods, zerologMods)},
+	"vault":     {own: []string{"contracts"}, thirdParty: mods(keyringMods, zerologMods)},
+	"approvals": {own: []string{"contracts"}, thirdParty: mods(bboltMods, zerologMods)},
+	"daemon":    {own: []string{"contracts", "rpc", "mcpclient", "vault", "approvals", "daemon/present"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
+	// What callers are shown: the wire and the ledger's record types.
+	"daemon/present": {own: []string{"contracts", "approvals"}, thirdParty: mods(bboltMods, zerologMods)},
+	"cmd/pikod":      {own: []string{"contracts", "daemon", "daemon/present", "rpc", "mcpclient", "vault", "approvals"}, thirdParty: mods(jsonrpcMods, mcpGoMods, sessionMods, keyringMods, bboltMods, zerologMods)},
+	"cmd/pikoctl":    {own: []string{"contracts", "rpc", "cmd/pikoctl/tui", "cmd/pikoctl/bridge", "cmd/pikoctl/render"}, thirdParty: mods(jsonrpcMods, cobraMods, consoleMods, mcpGoMods, []string{"github.com/BurntSushi/toml", "github.com/santhosh-tekuri/jsonschema/v6"}, zerologMods)},
 	// The bridge is a plain client of the socket: the wire, the rpc
 	// client and mcp-go's server, nothing of pikod's own MCP or storage.
 	"cmd/pikoctl/bridge": {own: []string{"contracts", "rpc"}, thirdParty: mods(jsonrpcMods, mcpGoMods, []string{"github.com/santhosh-tekuri/jsonschema/v6", "golang.org/x/text"}, zerologMods)},
@@ -156,7 +158,7 @@ func hasPrefix(path string, prefixes []string) bool {
 // owns and what it may not import.
 func TestPackageDocs(t *testing.T) {
 	root := depsModuleRoot(t)
-	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "mcpclient/oauth", "mcpclient/netguard", "vault", "approvals", "daemon", "tests"} {
+	for _, dir := range []string{"contracts", "rpc", "mcpclient", "mcpclient/proc", "mcpclient/oauth", "mcpclient/netguard", "vault", "approvals", "daemon", "daemon/present", "tests"} {
 		b, err := os.ReadFile(filepath.Join(root, dir, "doc.go"))
 		if err != nil {
 			t.Errorf("%s has no doc.go: %v", dir, err)

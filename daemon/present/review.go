@@ -1,16 +1,17 @@
-package approvals
+package present
 
 import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/pikod/pikod/approvals"
 	"github.com/pikod/pikod/contracts"
 )
 
 // Review describes an action for the owner: exactly what approving sends,
 // with every string made safe to show.
-func Review(a Action) contracts.ActionReview {
-	sum := a.Summary()
+func Review(a approvals.Action) contracts.ActionReview {
+	sum := Summary(a)
 	sum.Server = contracts.SafeText(sum.Server, contracts.Exact, 0)
 	sum.Tool = contracts.SafeText(sum.Tool, contracts.Exact, 0)
 	sum.Reason = contracts.SafeText(sum.Reason, contracts.OneLine, 0)
