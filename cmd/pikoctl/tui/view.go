@@ -393,7 +393,7 @@ func (m *model) schemaText(t contracts.CatalogTool) string {
 	}
 	grant := t.Grant
 	if !t.Selected {
-		grant = "not selected (tools excludes it)"
+		grant = grantWords(t)
 	}
 	fmt.Fprintf(&b, "grant:  %s\n", safe(grant))
 	if t.SuspendedGrant != "" {
