@@ -3,10 +3,8 @@ package approvals
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"time"
@@ -128,40 +126,6 @@ func (r *actionRecord) action() Action {
 		Reason: r.Reason, ReceiptID: r.ReceiptID, ReceiptPruned: r.ReceiptPruned, ArgumentsPruned: r.ArgumentsPruned, SourceID: r.SourceID, NotSent: r.NotSent,
 		Caller: r.Caller,
 	}
-}
-
-// ActionDigest is the hex SHA-256 of the server, tool, exact argument bytes
-// and the four fingerprints, each field length-prefixed so that no two
-// different actions share an encoding.
-func ActionDigest(server, tool string, args []byte, fp contracts.Fingerprints) string {
-	return KindDigest(contracts.ReceiptApproved, server, tool, args, fp)
-}
-
-// KindDigest is ActionDigest of an action of kind: a task creation or
-// cancellation (mcp_task_create, mcp_task_cancel) also binds its kind, so
-// an approval of one is never the approval of a plain call with the same
-// arguments. For every other kind it equals ActionDigest.
-func KindDigest(kind, server, tool string, args []byte, fp contracts.Fingerprints) string {
-	h := sha256.New()
-	field := func(b []byte) {
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
-		h.Write(b)
-	}
-	switch kind {
-	case contracts.ReceiptTaskCreate, contracts.ReceiptTaskCancel:
-		field([]byte("pikod task action v1"))
-		field([]byte(kind))
-	default:
-		field([]byte("pikod action v1"))
-	}
-	field([]byte(server))
-	field([]byte(tool))
-	field(args)
-	field([]byte(fp.Settings))
-	field(binary.BigEndian.AppendUint64(nil, fp.CredentialGeneration))
-	field(binary.BigEndian.AppendUint64(nil, fp.ConnectionGeneration))
-	field([]byte(fp.Tool))
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // idEncoding is base32 with its alphabet in ASCII order, so that ids sort

@@ -33,7 +33,7 @@ func TestCallerPersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest := ActionDigest("files", "write", []byte(`{"path":"a"}`), fp0)
+	digest := contracts.ActionDigest("files", "write", []byte(`{"path":"a"}`), fp0)
 	if prepared.Digest != digest {
 		t.Errorf("digest with a caller = %s, want %s: who asked must not change what is approved", prepared.Digest, digest)
 	}

@@ -340,7 +340,7 @@ func (l *Ledger) PrepareKind(kind, server, tool string, args []byte, desc string
 	rec := &actionRecord{
 		ID: l.freshID(), State: contracts.ActionPrepared, Kind: kind,
 		Server: server, Tool: tool, Arguments: bytes.Clone(args), ToolDescription: desc,
-		Fingerprints: fp, Digest: KindDigest(kind, server, tool, args, fp),
+		Fingerprints: fp, Digest: contracts.KindDigest(kind, server, tool, args, fp),
 		CreatedAt: now, ExpiresAt: now.Add(ApprovalTTL), UpdatedAt: now,
 		Caller: caller.Bounded(),
 	}
@@ -370,7 +370,7 @@ func (l *Ledger) BeginDirect(kind, server, tool string, args []byte, fp contract
 	rec := &actionRecord{
 		ID: l.freshID(), State: contracts.ActionDispatched, Kind: kind,
 		Server: server, Tool: tool, Arguments: bytes.Clone(args),
-		Fingerprints: fp, Digest: ActionDigest(server, tool, args, fp),
+		Fingerprints: fp, Digest: contracts.ActionDigest(server, tool, args, fp),
 		CreatedAt: now, UpdatedAt: now,
 		Caller: caller.Bounded(),
 	}

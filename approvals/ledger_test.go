@@ -166,11 +166,11 @@ func testMigrationLedger(t *testing.T) {
 }
 
 func TestActionDigest(t *testing.T) {
-	base := ActionDigest("ab", "c", []byte(`{}`), fp0)
+	base := contracts.ActionDigest("ab", "c", []byte(`{}`), fp0)
 	if len(base) != 64 || strings.Trim(base, "0123456789abcdef") != "" {
 		t.Fatalf("ActionDigest = %q, want 64 lowercase hex digits", base)
 	}
-	if again := ActionDigest("ab", "c", []byte(`{}`), fp0); again != base {
+	if again := contracts.ActionDigest("ab", "c", []byte(`{}`), fp0); again != base {
 		t.Errorf("ActionDigest is not deterministic: %s != %s", again, base)
 	}
 	fp := func(f func(*contracts.Fingerprints)) contracts.Fingerprints {
@@ -179,13 +179,13 @@ func TestActionDigest(t *testing.T) {
 		return c
 	}
 	others := map[string]string{
-		"fields shifted":        ActionDigest("a", "bc", []byte(`{}`), fp0),
-		"arguments spacing":     ActionDigest("ab", "c", []byte(`{ }`), fp0),
-		"settings":              ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.Settings = "x" })),
-		"credential generation": ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.CredentialGeneration++ })),
-		"connection generation": ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.ConnectionGeneration++ })),
-		"tool":                  ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.Tool = "x" })),
-		"tool into settings":    ActionDigest("ab", "c", []byte(`{}`), contracts.Fingerprints{Settings: "set1tool1", CredentialGeneration: 3, ConnectionGeneration: 7}),
+		"fields shifted":        contracts.ActionDigest("a", "bc", []byte(`{}`), fp0),
+		"arguments spacing":     contracts.ActionDigest("ab", "c", []byte(`{ }`), fp0),
+		"settings":              contracts.ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.Settings = "x" })),
+		"credential generation": contracts.ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.CredentialGeneration++ })),
+		"connection generation": contracts.ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.ConnectionGeneration++ })),
+		"tool":                  contracts.ActionDigest("ab", "c", []byte(`{}`), fp(func(f *contracts.Fingerprints) { f.Tool = "x" })),
+		"tool into settings":    contracts.ActionDigest("ab", "c", []byte(`{}`), contracts.Fingerprints{Settings: "set1tool1", CredentialGeneration: 3, ConnectionGeneration: 7}),
 	}
 	for name, d := range others {
 		if d == base {
@@ -206,7 +206,7 @@ func TestHappyPath(t *testing.T) {
 	if want := in.clk.now().Add(15 * time.Minute); !a.ExpiresAt.Equal(want) {
 		t.Errorf("ExpiresAt = %v, want %v", a.ExpiresAt, want)
 	}
-	if a.Digest != ActionDigest("files", "write", []byte(exactArgs), fp0) {
+	if a.Digest != contracts.ActionDigest("files", "write", []byte(exactArgs), fp0) {
 		t.Errorf("Digest = %s, not ActionDigest of the call", a.Digest)
 	}
 	got := in.state(a.ID)

@@ -118,7 +118,7 @@ func TestTaskActionDigests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain.Digest != ActionDigest("s", "tasks/cancel", args, fp0) {
+	if plain.Digest != contracts.ActionDigest("s", "tasks/cancel", args, fp0) {
 		t.Errorf("a plain action's digest changed")
 	}
 	if plain.Digest == cancel.Digest || cancel.Digest == create.Digest || plain.Digest == create.Digest {

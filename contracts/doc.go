@@ -16,6 +16,8 @@
 //	paths.go                  instance names, the socket and state paths
 //	text.go                   the terminal sanitiser (SafeText); idna.go host names;
 //	                          jsonspan.go a JSON value read in place (JSONSpan)
+//	digest.go                 every digest pikod stores (tools, actions, skills,
+//	                          proposals) and canonical JSON, frozen by TestDigestsFrozen
 //	internal/refgen           generates docs/reference from this package
 //
 // contracts is a leaf. It may import only the standard library: every other

@@ -1,8 +1,6 @@
 package contracts
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 )
 
@@ -136,12 +134,6 @@ type RespondParams struct {
 	UseProposal    bool            `json:"useProposal,omitempty"`
 	ProposalDigest string          `json:"proposalDigest,omitempty"`
 	Passphrase     string          `json:"passphrase,omitempty"`
-}
-
-// ProposalDigest is the ProposalDigest of a proposed answer.
-func ProposalDigest(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // RespondResult is the result of extensions.mcp.requests.respond and

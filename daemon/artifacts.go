@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,9 +107,8 @@ func (d *daemon) importOpened(server, receiptID string, f *os.File, abs, label s
 			"artifact %q is larger than %d bytes: it cannot be imported", abs, contracts.MaxArtifactImport),
 			"read it in windows with extensions.mcp.artifact instead")
 	}
-	sum := sha256.Sum256(data)
 	res := contracts.ImportResult{Server: server, ReceiptID: receiptID, Path: abs, Size: int64(len(data)),
-		Encoding: "text", SHA256: hex.EncodeToString(sum[:])}
+		Encoding: "text", SHA256: contracts.SHA256Hex(data)}
 	// Redacted as bytes, whatever the encoding, before it is encoded.
 	text, redacted := d.red.RedactWindow(data, 0, len(data))
 	res.Redacted = redacted

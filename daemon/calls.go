@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,7 +177,7 @@ func (d *daemon) execute(ctx context.Context, req *rpc.Request, ex execution) (c
 	// Receipts are kept for good and listed to anyone on the socket:
 	// every string a server could have influenced is redacted here.
 	rec := approvals.Receipt{
-		Kind: ex.kind, Server: ex.server, Tool: kept.Text(ex.tool), ArgumentsDigest: digestOf(ex.args),
+		Kind: ex.kind, Server: ex.server, Tool: kept.Text(ex.tool), ArgumentsDigest: contracts.SHA256Hex(ex.args),
 		ActionID: ex.actionID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent,
 		Caller: ex.caller,
 	}
@@ -281,11 +279,6 @@ func unsent(err error, what string) error {
 		err = contracts.Errorf(contracts.ErrDeadlineExceeded, contracts.ReasonDeadlineExceeded, "%s ran out of time before it was sent; nothing was sent", what)
 	}
 	return contracts.MarkNotSent(err)
-}
-
-func digestOf(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // redactError is err for a result, its messages redacted within view

@@ -69,7 +69,7 @@ func (d *daemon) readResource(ctx context.Context, req *rpc.Request, p contracts
 	}
 	contents, truncated, perr := present.PreviewResource(text, present.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptResourceRead, Server: p.Server, Tool: clipText(uri, maxReceiptURIChars),
-		ArgumentsDigest: digestOf([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
+		ArgumentsDigest: contracts.SHA256Hex([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
 		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
 	}
@@ -125,7 +125,7 @@ func (d *daemon) getPrompt(ctx context.Context, req *rpc.Request, p contracts.Pr
 	}
 	desc, messages, truncated, perr := present.PreviewPrompt(text, present.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptPromptGet, Server: p.Server, Tool: name,
-		ArgumentsDigest: digestOf(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
+		ArgumentsDigest: contracts.SHA256Hex(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if perr != nil {
 		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
 	}

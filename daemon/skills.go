@@ -102,7 +102,7 @@ func (d *daemon) skillEvidence(req *rpc.Request, p contracts.SkillsParams, out *
 	// The receipt binds what was verified: the file and the skill's files
 	// as the entry listed them.
 	rec := d.ledger.AddReceiptAsync(approvals.Receipt{Kind: kind, Server: p.Server, Tool: fileURI,
-		ArgumentsDigest: digestOf([]byte(out.File.URI + "\x00" + out.File.Digest + "\x00" + out.Skill.Digest)),
+		ArgumentsDigest: contracts.SHA256Hex([]byte(out.File.URI + "\x00" + out.File.Digest + "\x00" + out.Skill.Digest)),
 		Status:          contracts.CallCompleted, SourceID: meta.ID, Caller: req.Caller()})
 	var text string
 	// Bytes sent as a blob are shown only when they are text (a text/*

@@ -50,7 +50,7 @@ func (d *daemon) dispatchEnd(a approvals.Action, res *contracts.CallResult, err 
 	} else {
 		res.Status = contracts.CallCompleted
 	}
-	rec := approvals.Receipt{Kind: a.Kind, Server: a.Server, Tool: d.red.Text(a.Tool), ArgumentsDigest: digestOf(a.Arguments),
+	rec := approvals.Receipt{Kind: a.Kind, Server: a.Server, Tool: d.red.Text(a.Tool), ArgumentsDigest: contracts.SHA256Hex(a.Arguments),
 		ActionID: a.ID, Status: res.Status, SourceID: res.OriginalResultSourceID, NotSent: res.NotSent, Caller: a.Caller}
 	if res.Error != nil {
 		rec.Error = d.red.Text(res.Error.Message)
@@ -227,7 +227,7 @@ func (d *daemon) taskResult(ctx context.Context, p contracts.TasksParams, caller
 	}
 	content, structured, isError, truncated, perr := present.Preview(text, present.PreviewLimits{})
 	rec := approvals.Receipt{Kind: contracts.ReceiptTaskResult, Server: p.Server, Tool: clipText(d.red.Text(p.TaskID), maxReceiptURIChars),
-		ArgumentsDigest: digestOf([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
+		ArgumentsDigest: contracts.SHA256Hex([]byte(p.TaskID)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
 	if task, ok, _ := d.ledger.Task(p.Server, p.TaskID); ok {
 		rec.ActionID = task.ActionID
 	}

@@ -180,51 +180,10 @@ func taskSupportOf(execution json.RawMessage) (string, error) {
 	return "", fmt.Errorf("its execution.taskSupport %s is not forbidden, optional or required", strconv.QuoteToASCII(clip(*e.TaskSupport, 40)))
 }
 
-// toolDigestOf is ToolDigest of d, with its execution object hashed too
-// when it has one (so digests of tools without one are unchanged).
+// toolDigestOf is d's digest: contracts.ToolDigest with its execution
+// object (contracts.ToolExecutionDigest).
 func toolDigestOf(d toolDef) string {
-	base := ToolDigest(d.Name, d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations)
-	exec := canonicalJSON(d.Execution)
-	if len(exec) == 0 {
-		return base
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%d:%s%d:", len(base), base, len(exec))
-	h.Write(exec)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// ToolDigest is the hex SHA-256 of a tool definition: name, title,
-// description, input and output schema and annotations, each schema and
-// annotation object re-encoded canonically (sorted keys) so that
-// formatting alone never changes it.
-func ToolDigest(name, title, description string, input, output, annotations json.RawMessage) string {
-	h := sha256.New()
-	for _, part := range [][]byte{[]byte(name), []byte(title), []byte(description),
-		canonicalJSON(input), canonicalJSON(output), canonicalJSON(annotations)} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// canonicalJSON re-encodes v with sorted object keys; invalid or empty
-// input is returned as is.
-func canonicalJSON(v json.RawMessage) []byte {
-	if len(bytes.TrimSpace(v)) == 0 {
-		return nil
-	}
-	var x any
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	if err := dec.Decode(&x); err != nil {
-		return v
-	}
-	out, err := json.Marshal(x) // maps marshal with sorted keys
-	if err != nil {
-		return v
-	}
-	return out
+	return contracts.ToolExecutionDigest(contracts.ToolDigest(d.Name, d.Title, d.Description, d.InputSchema, d.OutputSchema, d.Annotations), d.Execution)
 }
 
 // Model-facing names.

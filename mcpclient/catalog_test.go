@@ -235,75 +235,6 @@ func TestModelNamesDuplicateInput(t *testing.T) {
 	}
 }
 
-func TestToolDigest(t *testing.T) {
-	type def struct {
-		name, title, desc   string
-		in, out, annotation string
-	}
-	base := def{"echo", "Echo", "Returns its text.",
-		`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`,
-		`{"type":"object","properties":{"text":{"type":"string"}}}`,
-		`{"readOnlyHint":true,"title":"Echo"}`}
-	digest := func(d def) string {
-		raw := func(s string) json.RawMessage {
-			if s == "" {
-				return nil
-			}
-			return json.RawMessage(s)
-		}
-		return ToolDigest(d.name, d.title, d.desc, raw(d.in), raw(d.out), raw(d.annotation))
-	}
-	want := digest(base)
-	if len(want) != 64 {
-		t.Fatalf("digest %q is not hex SHA-256", want)
-	}
-
-	same := map[string]def{
-		"key order and whitespace": {"echo", "Echo", "Returns its text.",
-			"{\n  \"required\": [\"text\"],\n  \"properties\": {\"text\": {\"type\": \"string\"}},\n  \"type\": \"object\"\n}",
-			` { "properties" : { "text" : { "type" : "string" } } , "type" : "object" } `,
-			`{"title":"Echo",   "readOnlyHint": true}`},
-	}
-	for name, d := range same {
-		if got := digest(d); got != want {
-			t.Errorf("%s: digest changed: %s, want %s", name, got, want)
-		}
-	}
-
-	changed := map[string]func(*def){
-		"name":                 func(d *def) { d.name = "echo2" },
-		"title":                func(d *def) { d.title = "Echo!" },
-		"description":          func(d *def) { d.desc = "Returns its text, loudly." },
-		"input schema":         func(d *def) { d.in = `{"type":"object","properties":{"text":{"type":"number"}},"required":["text"]}` },
-		"input schema removed": func(d *def) { d.in = "" },
-		"output schema":        func(d *def) { d.out = `{"type":"object"}` },
-		"output schema added key": func(d *def) {
-			d.out = `{"type":"object","properties":{"text":{"type":"string"}},"additionalProperties":false}`
-		},
-		"annotations":              func(d *def) { d.annotation = `{"readOnlyHint":false,"title":"Echo"}` },
-		"annotations removed":      func(d *def) { d.annotation = "" },
-		"annotations null":         func(d *def) { d.annotation = "null" },
-		"text moved between title": func(d *def) { d.title, d.desc = "Echo"+"Returns", " its text." },
-		"number spelling":          func(d *def) { d.in = strings.Replace(d.in, `"required"`, `"minProperties":1.0,"required"`, 1) },
-	}
-	seen := map[string]string{want: "base"}
-	for name, mutate := range changed {
-		d := base
-		mutate(&d)
-		got := digest(d)
-		if got == want {
-			t.Errorf("changing the %s did not change the digest", name)
-		}
-		if prev, dup := seen[got]; dup {
-			t.Errorf("changing the %s gives the same digest as %s", name, prev)
-		}
-		seen[got] = name
-		if again := digest(d); again != got {
-			t.Errorf("%s: digest not stable: %s then %s", name, got, again)
-		}
-	}
-}
-
 // fakeLister serves pages from a table: pages[method][cursor] is the raw
 // result for that cursor.
 type fakeLister struct {
@@ -613,7 +544,7 @@ func TestDiscover(t *testing.T) {
 				if tool.Server != "fs" || !modelNameRE.MatchString(tool.Name) || len(tool.Digest) != 64 {
 					t.Errorf("tool %+v: bad server, model name or digest", tool)
 				}
-				want := ToolDigest(tool.OriginalName, tool.Title, tool.Description, tool.InputSchema, tool.OutputSchema, tool.Annotations)
+				want := contracts.ToolDigest(tool.OriginalName, tool.Title, tool.Description, tool.InputSchema, tool.OutputSchema, tool.Annotations)
 				if tool.Digest != want {
 					t.Errorf("tool %q digest %s, want %s", tool.OriginalName, tool.Digest, want)
 				}

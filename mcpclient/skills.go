@@ -181,7 +181,7 @@ func parseSkillEntry(raw json.RawMessage) skillEntry {
 	if !seen[e.URI] {
 		return fail("its resources do not list its %s", skillFileName)
 	}
-	e.Digest = skillSetDigest(e.Files)
+	e.Digest = contracts.SkillSetDigest(e.Files)
 	switch {
 	case len(e.Files) > contracts.MaxSkillFiles:
 		e.tooLarge = true
@@ -204,19 +204,6 @@ func validDigest(d string) bool {
 		}
 	}
 	return true
-}
-
-// skillSetDigest is the hex SHA-256 of a skill's files: each URI and digest,
-// length-prefixed, in URI order. It moves when any file is rotated, added
-// or removed, and only then.
-func skillSetDigest(files []contracts.SkillFile) string {
-	sorted := slices.Clone(files)
-	slices.SortFunc(sorted, func(a, b contracts.SkillFile) int { return strings.Compare(a.URI, b.URI) })
-	h := sha256.New()
-	for _, f := range sorted {
-		fmt.Fprintf(h, "%d:%s%d:%s", len(f.URI), f.URI, len(f.Digest), f.Digest)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // skillIndex indexes a catalog's skills; built with the offer index,
@@ -423,7 +410,7 @@ func (s *Supervisor) GetSkill(ctx context.Context, server, ref string) (*SkillLo
 	}
 	out := &SkillLookup{Skill: s.skillInfo(e, s.skillPins(sess)), Listed: listed != nil}
 	if listed != nil {
-		out.Differs = listed.Digest != e.Digest || !bytes.Equal(canonicalJSON(listed.Frontmatter), canonicalJSON(e.Frontmatter))
+		out.Differs = listed.Digest != e.Digest || !bytes.Equal(contracts.CanonicalJSON(listed.Frontmatter), contracts.CanonicalJSON(e.Frontmatter))
 	}
 	return out, nil
 }

@@ -41,11 +41,11 @@ func TestDiscoverTaskSupport(t *testing.T) {
 	if string(got["req"].Execution) != `{"taskSupport":"required"}` {
 		t.Errorf("execution passed through as %s", got["req"].Execution)
 	}
-	if got["plain"].Digest != ToolDigest("plain", "", "d", nil, nil, nil) {
+	if got["plain"].Digest != contracts.ToolDigest("plain", "", "d", nil, nil, nil) {
 		t.Errorf("a tool without execution changed its digest")
 	}
 	// The same definition with another taskSupport is another definition.
-	if a, b := got["opt"].Digest, got["req"].Digest; a == b || a == ToolDigest("opt", "", "d", nil, nil, nil) {
+	if a, b := got["opt"].Digest, got["req"].Digest; a == b || a == contracts.ToolDigest("opt", "", "d", nil, nil, nil) {
 		t.Errorf("execution is not part of the digest: opt %s req %s", a, b)
 	}
 	opt2 := toolDigestOf(toolDef{Name: "opt", Description: "d", Execution: []byte(`{ "taskSupport" : "optional" }`)})
