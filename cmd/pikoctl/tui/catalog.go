@@ -3,9 +3,14 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pikod/pikod/contracts"
@@ -247,5 +252,275 @@ func (m *model) itemText(r catRow) string {
 		fmt.Fprintf(&b, "load it (verified) with: pikoctl mcp skill %s %s\n", safe(r.server), safe(it.URI))
 	}
 	fmt.Fprintf(&b, "\nas the server listed it:\n%s\n", indentJSON(r.raw))
+	return b.String()
+}
+
+// tools is every connected server's tools (or one server's), by server
+// and name.
+func (m *model) tools() []contracts.CatalogTool {
+	servers := make([]string, 0, len(m.catalogs))
+	for id := range m.catalogs {
+		if m.serverOnly == "" || id == m.serverOnly {
+			servers = append(servers, id)
+		}
+	}
+	sort.Strings(servers)
+	var out []contracts.CatalogTool
+	for _, id := range servers {
+		for _, t := range m.catalogs[id].Tools {
+			if t.Server == "" {
+				t.Server = id
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// listed is the catalog pane's list: every tool while the search is
+// empty, else the search's ranked hits with their BM25 scores (nil until
+// the answer to the current query arrives).
+func (m *model) listed() ([]contracts.CatalogTool, []float64) {
+	q := strings.TrimSpace(m.search.Value())
+	if q == "" {
+		return m.tools(), nil
+	}
+	if m.hits == nil || m.hitsFor != q {
+		return nil, nil
+	}
+	tools := make([]contracts.CatalogTool, 0, len(m.hits.Results))
+	scores := make([]float64, 0, len(m.hits.Results))
+	for _, h := range m.hits.Results {
+		tools = append(tools, m.hitTool(h))
+		scores = append(scores, h.Score)
+	}
+	return tools, scores
+}
+
+// hitTool is the catalog entry of a search hit (for its schema), or what
+// the hit itself says when the catalog was not read yet.
+func (m *model) hitTool(h contracts.SearchHit) contracts.CatalogTool {
+	for _, t := range m.catalogs[h.Server].Tools {
+		if t.Name == h.Name || (t.OriginalName == h.Tool && h.Tool != "") {
+			if t.Server == "" {
+				t.Server = h.Server
+			}
+			return t
+		}
+	}
+	grant := h.Grant
+	return contracts.CatalogTool{Server: h.Server, Name: h.Name, OriginalName: h.Tool, Title: h.Title,
+		Description: h.Description, Grant: grant, Selected: grant != "not_selected"}
+}
+
+// clearSearch empties the search and its results.
+func (m *model) clearSearch() {
+	m.search.SetValue("")
+	m.hits, m.hitsFor, m.searchErr = nil, "", ""
+	m.catList.cursor = 0
+}
+
+func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
+	k := m.keys
+	if m.schema != nil {
+		isTool := m.schemaKind == kindTool
+		switch {
+		case key.Matches(msg, k.Back) || msg.Type == tea.KeyEnter:
+			m.schema = nil
+			return nil
+		case key.Matches(msg, k.Run) && isTool:
+			m.run = m.newRun(m.schemaTool)
+			return textinput.Blink
+		case key.Matches(msg, k.Grant) && isTool:
+			t := m.schemaTool
+			m.grantFor = &t
+			m.setFlash("", false)
+			return nil
+		}
+		vp, cmd := m.schema.Update(msg)
+		m.schema = &vp
+		return cmd
+	}
+	rows := m.rows()
+	n := len(rows)
+	switch {
+	case m.catList.move(msg, k, n):
+	case key.Matches(msg, k.Search):
+		m.searching = true
+		return m.search.Focus()
+	case key.Matches(msg, k.Back):
+		m.clearSearch()
+		m.serverOnly, m.catKind = "", ""
+	case key.Matches(msg, k.Kinds):
+		i := slices.Index(catKinds, m.catKind)
+		m.catKind = catKinds[(i+1)%len(catKinds)]
+		m.catList.cursor = 0
+	case key.Matches(msg, k.Grant):
+		if m.catList.cursor < n && rows[m.catList.cursor].kind == kindTool {
+			t := rows[m.catList.cursor].tool
+			m.grantFor = &t
+			m.setFlash("", false)
+		} else if m.catList.cursor < n {
+			m.setFlash("grants are for tools: "+rows[m.catList.cursor].kind+"s are read, not called", true)
+		}
+	case key.Matches(msg, k.Open):
+		if m.catList.cursor < n {
+			r := rows[m.catList.cursor]
+			vp := viewport.New(m.width, m.bodyHeight())
+			if r.kind == kindTool {
+				vp.SetContent(m.schemaText(r.tool))
+				m.schemaOf, m.schemaTool = r.tool.Server+"/"+r.tool.Name, r.tool
+			} else {
+				vp.SetContent(m.itemText(r))
+				m.schemaOf, m.schemaTool = r.server+"/"+r.item.Name+r.item.URI, contracts.CatalogTool{}
+			}
+			m.schema, m.schemaKind = &vp, r.kind
+		}
+	}
+	return nil
+}
+
+func (m *model) catalogBody() []string {
+	rows := m.rows()
+	q := strings.TrimSpace(m.search.Value())
+	var out []string
+	if m.searching || m.search.Value() != "" {
+		out = append(out, m.search.View())
+	}
+	scope := "every connected server"
+	if m.serverOnly != "" {
+		scope = "server " + safe(m.serverOnly)
+	}
+	total, others := m.catCounts()
+	switch {
+	case q == "":
+		line := fmt.Sprintf("%d tools · %s", total, scope)
+		if others != "" {
+			line += " · " + others
+		}
+		if m.catKind != "" {
+			line = fmt.Sprintf("%ss only · %s · t next kind · esc all", m.catKind, scope)
+		}
+		out = append(out, m.st.dim.Render(line))
+	case m.searchErr != "" && m.hitsFor == q:
+		out = append(out, m.st.bad.Render(m.searchErr))
+	case len(rows) == 0 && (m.hits == nil || m.hitsFor != q):
+		out = append(out, m.st.dim.Render("searching..."))
+	default:
+		line := fmt.Sprintf("%d matches of %d tools (BM25) · %s", len(rows), total, scope)
+		if m.hits != nil && len(m.hits.NotSearched) > 0 {
+			line += " · not connected: " + strings.Join(m.hits.NotSearched, ", ")
+		}
+		out = append(out, m.st.dim.Render(safe(line)))
+	}
+	var errs []string
+	for id, e := range m.catErr {
+		errs = append(errs, m.st.bad.Render(id+": "+e))
+	}
+	sort.Strings(errs)
+	out = append(out, errs...)
+	if len(m.catalogs) == 0 && len(errs) == 0 && q == "" {
+		return append(out, "", "no connected server: connect one in the servers pane (1, then c)")
+	}
+	if len(rows) == 0 && q == "" && m.catKind != "" {
+		return append(out, "", "no "+m.catKind+"s here: t shows the next kind, esc every kind")
+	}
+	h := m.bodyHeight() - len(out)
+	scored := q != ""
+	out = append(out, m.listRows(m.catList, len(rows), h, func(i int) string { return m.rowLine(rows[i], scored, 30) })...)
+	return out
+}
+
+// schemaText renders one tool for reading: what it is, its grant, and its
+// input and output schemas (properties first, then the JSON).
+func (m *model) schemaText(t contracts.CatalogTool) string {
+	var b strings.Builder
+	w := max(m.width-2, 20)
+	fmt.Fprintf(&b, "%s\n", m.st.title.Render(safe(t.Server+"/"+t.Name)+"   (esc back)"))
+	if t.OriginalName != "" && t.OriginalName != t.Name {
+		fmt.Fprintf(&b, "server's name: %s\n", safe(t.OriginalName))
+	}
+	if t.Title != "" {
+		fmt.Fprintf(&b, "title:  %s\n", safe(t.Title))
+	}
+	grant := t.Grant
+	if !t.Selected {
+		grant = grantWords(t)
+	}
+	fmt.Fprintf(&b, "grant:  %s\n", safe(grant))
+	if t.SuspendedGrant != "" {
+		fmt.Fprintf(&b, "        %s suspended: the definition changed since it was trusted\n", safe(t.SuspendedGrant))
+	}
+	if t.Pin != "" {
+		fmt.Fprintf(&b, "pin:    %s\n", safe(t.Pin))
+	}
+	fmt.Fprintf(&b, "digest: %s\n", safe(t.Digest))
+	if t.Description != "" {
+		fmt.Fprintf(&b, "\n%s\n", ansi.Wrap(safeLines(t.Description), w, " "))
+	}
+	if len(t.Annotations) > 0 && string(t.Annotations) != "null" {
+		fmt.Fprintf(&b, "\nannotations (hints from the server; they grant nothing):\n%s\n", indentJSON(t.Annotations))
+	}
+	fmt.Fprintf(&b, "\ninput:\n%s", schemaProps(t.InputSchema))
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		fmt.Fprintf(&b, "\noutput:\n%s", schemaProps(t.OutputSchema))
+	}
+	fmt.Fprintf(&b, "\ninput schema:\n%s\n", indentJSON(t.InputSchema))
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		fmt.Fprintf(&b, "\noutput schema:\n%s\n", indentJSON(t.OutputSchema))
+	}
+	return b.String()
+}
+
+// schemaProps lists an object schema's properties: name, type, required,
+// description.
+func schemaProps(raw json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+			Enum        []any  `json:"enum"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(raw, &s) != nil || len(s.Properties) == 0 {
+		return "  (no parameters)\n"
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	var b strings.Builder
+	for _, n := range names {
+		p := s.Properties[n]
+		typ := "any"
+		switch v := p.Type.(type) {
+		case string:
+			typ = v
+		case []any:
+			var parts []string
+			for _, x := range v {
+				parts = append(parts, fmt.Sprint(x))
+			}
+			typ = strings.Join(parts, "|")
+		}
+		if len(p.Enum) > 0 {
+			var parts []string
+			for _, x := range p.Enum {
+				parts = append(parts, fmt.Sprint(x))
+			}
+			typ += " {" + strings.Join(parts, ",") + "}"
+		}
+		flag := "optional"
+		if req[n] {
+			flag = "required"
+		}
+		fmt.Fprintf(&b, "  %-20s %-12s %-8s %s\n", safe(n), safe(typ), flag, safe(firstLine(p.Description)))
+	}
 	return b.String()
 }

@@ -13,6 +13,25 @@
 // pikoctl's one-server commands compose them and saved through
 // extensions.configure with the revision they were made from, after a dry
 // run the owner reads.
+//
+// Files, by concern (one per pane, then what the panes share):
+//
+//	tui.go        Options, Run, the model, its messages and Update (the keys
+//	              every pane shares, then the pane's own)
+//	commands.go   every request to the daemon, each a tea.Cmd
+//	view.go       the frame (tabs, body, keys line), the help and the sign-in modal
+//	list.go       listView: the list half of the list-and-detail panes
+//	servers.go    pane 1: servers, their detail line and their keys
+//	catalog.go    pane 2: tools, resources, prompts and skills, search, a schema
+//	actions.go    pane 3: prepared actions and the review
+//	settings.go   pane 4: the settings text, edited in $EDITOR, saved after a dry run
+//	log.go        pane 5: events as lines (worded by cmd/pikoctl/render)
+//	requests.go   pane 6: server requests waiting for the owner
+//	changes.go    settings changes composed from the panes (grants, add, remove)
+//	addserver.go, creds.go, run.go the add-server line, the credentials form,
+//	              a tool run from the catalog
+//	handoff.go    handing the terminal to pikoctl approve, respond and resume
+//	keys.go       the key map
 package tui
 
 // Bubble Tea's init must not query the terminal in every pikoctl command:

@@ -36,15 +36,15 @@ func TestHandOffHoldsKeys(t *testing.T) {
 			t.Fatalf("%s during the hand-off acted", k)
 		}
 	}
-	if m.actCursor != 0 || m.review == nil {
-		t.Fatalf("keys acted during the hand-off: cursor %d, review open %v", m.actCursor, m.review != nil)
+	if m.actList.cursor != 0 || m.review == nil {
+		t.Fatalf("keys acted during the hand-off: cursor %d, review open %v", m.actList.cursor, m.review != nil)
 	}
 	// The approval's outcome: the review closes, then down moves to
 	// act_01 and enter (the line feed) asks for its review.
 	_, cmd := m.Update(approvedMsg{id: "act_02"})
-	if cmd == nil || m.review != nil || m.actCursor != 1 || len(m.held) != 0 || m.handingOff {
+	if cmd == nil || m.review != nil || m.actList.cursor != 1 || len(m.held) != 0 || m.handingOff {
 		t.Fatalf("after the outcome: cmd %v, review open %v, cursor %d, %d held, handing off %v; want a request, closed, 1, 0, false",
-			cmd != nil, m.review != nil, m.actCursor, len(m.held), m.handingOff)
+			cmd != nil, m.review != nil, m.actList.cursor, len(m.held), m.handingOff)
 	}
 
 	// Keys held over one hand-off that start another: 4 and e open the

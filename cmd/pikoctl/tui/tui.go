@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -189,11 +186,11 @@ type model struct {
 	status    contracts.StatusResult
 	statusErr string
 	loaded    bool
-	srvCursor int
+	srvList   listView
 
 	catalogs   map[string]contracts.CatalogResult
 	catErr     map[string]string
-	catCursor  int
+	catList    listView
 	search     textinput.Model
 	searching  bool
 	serverOnly string
@@ -201,12 +198,12 @@ type model struct {
 	schemaOf   string
 
 	actions    []contracts.ActionSummary
-	actCursor  int
+	actList    listView
 	review     *contracts.ActionReview
 	reviewView *viewport.Model
 
 	requests    []contracts.ServerRequestInfo
-	reqCursor   int
+	reqList     listView
 	reqErr      string
 	request     *contracts.ServerRequestInfo
 	requestView *viewport.Model
@@ -403,239 +400,6 @@ func tick() tea.Cmd {
 	return tea.Tick(refreshEvery, func(time.Time) tea.Msg { return tickMsg{} })
 }
 
-// call runs one request with callTimeout.
-func (m *model) call(method string, params, result any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	return m.c.Call(ctx, method, params, result)
-}
-
-func (m *model) watch() tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.WatchResult
-		err := m.call(contracts.MethodMCPWatch, contracts.WatchParams{}, &res)
-		return watchMsg{res: res, err: err}
-	}
-}
-
-func (m *model) loadStatus() tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.StatusResult
-		err := m.call(contracts.MethodMCPStatus, contracts.StatusParams{}, &res)
-		return statusMsg{res: res, err: err}
-	}
-}
-
-func (m *model) loadCatalog(server string) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.CatalogResult
-		err := m.call(contracts.MethodMCPCatalog, contracts.CatalogParams{Server: server}, &res)
-		return catalogMsg{server: server, res: res, err: err}
-	}
-}
-
-// loadCatalogs reads the catalog of every connected server.
-func (m *model) loadCatalogs() tea.Cmd {
-	var cmds []tea.Cmd
-	for _, s := range m.status.Servers {
-		if connected(s) {
-			cmds = append(cmds, m.loadCatalog(s.ID))
-		}
-	}
-	return tea.Batch(cmds...)
-}
-
-func (m *model) loadActions() tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.ActionsListResult
-		err := m.call(contracts.MethodMCPActionsList, contracts.ActionsListParams{Limit: 200}, &res)
-		return actionsMsg{res: res, err: err}
-	}
-}
-
-func (m *model) loadReview(id string) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.ActionReview
-		err := m.call(contracts.MethodMCPActionsReview, contracts.ActionParams{ActionID: id}, &res)
-		return reviewMsg{res: res, err: err}
-	}
-}
-
-func (m *model) loadRequests() tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.RequestsResult
-		err := m.call(contracts.MethodMCPRequests, contracts.RequestsParams{}, &res)
-		return requestsMsg{res: res, err: err}
-	}
-}
-
-func (m *model) loadRequest(id string, refresh bool) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.ServerRequestInfo
-		err := m.call(contracts.MethodMCPRequestsRead, contracts.RequestReadParams{RequestID: id}, &res)
-		return requestReadMsg{res: res, refresh: refresh, err: err}
-	}
-}
-
-// runSearch ranks the connected servers' tools against q
-// (extensions.mcp.search, BM25).
-func (m *model) runSearch(q string) tea.Cmd {
-	server := m.serverOnly
-	return func() tea.Msg {
-		var res contracts.SearchResult
-		err := m.call(contracts.MethodMCPSearch, contracts.SearchParams{Query: q, Limit: contracts.MaxSearchLimit, Server: server}, &res)
-		return searchMsg{query: q, res: res, err: err}
-	}
-}
-
-func (m *model) loadSettings() tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.SettingsResult
-		err := m.call(contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &res)
-		return settingsMsg{res: res, err: err}
-	}
-}
-
-// serverOp runs connect, disconnect or reconnect on one server.
-func (m *model) serverOp(op, server string) tea.Cmd {
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-		defer cancel()
-		p := contracts.ServerParams{Server: server}
-		switch op {
-		case "disconnect":
-			var res contracts.DisconnectResult
-			if err := m.c.Call(ctx, contracts.MethodMCPDisconnect, p, &res); err != nil {
-				return opMsg{err: fmt.Errorf("disconnecting %s: %w", server, err)}
-			}
-			if !res.WasConnected {
-				return opMsg{text: server + " was not connected"}
-			}
-			return opMsg{text: server + " disconnected"}
-		case "reconnect":
-			var res contracts.DisconnectResult
-			if err := m.c.Call(ctx, contracts.MethodMCPDisconnect, p, &res); err != nil {
-				return opMsg{err: fmt.Errorf("disconnecting %s: %w", server, err)}
-			}
-		}
-		var res contracts.ConnectResult
-		if err := m.c.Call(ctx, contracts.MethodMCPConnect, p, &res); err != nil {
-			return opMsg{err: fmt.Errorf("connecting %s: %w", server, err)}
-		}
-		s := res.Server
-		text := fmt.Sprintf("%s %s", server, s.State)
-		if s.ProtocolVersion != "" {
-			text += fmt.Sprintf(" (protocol %s, %d tools)", s.ProtocolVersion, s.ToolCount)
-		}
-		return opMsg{text: text}
-	}
-}
-
-// pause holds every new call to server for the owner
-// (extensions.mcp.pause: anyone may pause; resuming is terminal-only).
-func (m *model) pause(server string) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.PauseResult
-		if err := m.call(contracts.MethodMCPPause, contracts.PauseParams{Server: server}, &res); err != nil {
-			return opMsg{err: fmt.Errorf("pausing %s: %w", server, err)}
-		}
-		what := "paused"
-		if !res.Changed {
-			what = "already paused"
-		}
-		return opMsg{text: fmt.Sprintf("%s %s: every new call to it is held as an action for you; p resumes it (you confirm at the terminal)", server, what)}
-	}
-}
-
-// authStart starts an OAuth sign-in.
-func (m *model) authStart(server string) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.AuthResult
-		ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-		defer cancel()
-		err := m.c.Call(ctx, contracts.MethodMCPAuth, contracts.AuthParams{Server: server, Op: contracts.AuthOpStart}, &res)
-		return authMsg{server: server, res: res, err: err}
-	}
-}
-
-// authWait waits for a pending sign-in to end (or ctx: the owner stopped
-// waiting).
-func (m *model) authWait(ctx context.Context, server, flow string) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.AuthResult
-		err := m.c.Call(ctx, contracts.MethodMCPAuth, contracts.AuthParams{Server: server, Op: contracts.AuthOpWait, FlowID: flow}, &res)
-		return authMsg{server: server, res: res, waited: true, err: err}
-	}
-}
-
-func (m *model) authCancel(server string) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.AuthCancelResult
-		if err := m.call(contracts.MethodMCPAuthCancel, contracts.ServerParams{Server: server}, &res); err != nil {
-			return opMsg{err: err}
-		}
-		return opMsg{text: server + ": " + res.Message}
-	}
-}
-
-func (m *model) reject(r contracts.ActionReview) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.CallResult
-		err := m.call(contracts.MethodMCPActionsApprove, contracts.ApproveParams{ActionID: r.ID, Digest: r.Digest, Decision: contracts.DecisionReject}, &res)
-		if err != nil {
-			return opMsg{err: fmt.Errorf("rejecting %s: %w", r.ID, err)}
-		}
-		return opMsg{text: fmt.Sprintf("action %s rejected: nothing was sent", r.ID)}
-	}
-}
-
-// configure sends the draft settings with the revision they were edited
-// from, as a dry run first (to show what the change widens) or for real.
-func (m *model) configure(text []byte, rev uint64, dryRun bool) tea.Cmd {
-	return func() tea.Msg {
-		var res contracts.ConfigureResult
-		err := m.call(contracts.MethodConfigure, contracts.ConfigureParams{
-			Extension: contracts.ExtensionMCP, Settings: json.RawMessage(text), ExpectRevision: rev, DryRun: dryRun,
-		}, &res)
-		return configureMsg{res: res, dryRun: dryRun, err: err}
-	}
-}
-
-// edit opens the settings text in the editor; the result comes back as an
-// editedMsg with the file's new content.
-func (m *model) edit(text []byte) tea.Cmd {
-	f, err := os.CreateTemp("", "pikod-settings-*.json")
-	if err != nil {
-		return func() tea.Msg { return editedMsg{err: fmt.Errorf("creating a file to edit: %w", err)} }
-	}
-	path := f.Name()
-	_, werr := f.Write(text)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(path)
-		return func() tea.Msg { return editedMsg{err: fmt.Errorf("writing %s: %w", path, werr)} }
-	}
-	editor := strings.Fields(m.opts.Editor)
-	if len(editor) == 0 {
-		editor = []string{"vi"}
-	}
-	cmd := exec.Command(editor[0], append(editor[1:], path)...)
-	m.handingOff = true
-	return tea.ExecProcess(cmd, func(err error) tea.Msg {
-		defer os.Remove(path)
-		if err != nil {
-			return editedMsg{err: fmt.Errorf("the editor (%s) failed: %w; set $EDITOR to one that works", strings.Join(editor, " "), err)}
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return editedMsg{err: fmt.Errorf("reading the edited settings: %w", err)}
-		}
-		return editedMsg{text: b}
-	})
-}
-
 func (m *model) setFlash(text string, bad bool) {
 	m.flash, m.flashBad = safe(text), bad
 }
@@ -702,7 +466,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		prev := m.status
 		m.status, m.statusErr, m.loaded = msg.res, "", true
-		m.srvCursor = clamp(m.srvCursor, len(m.status.Servers))
+		m.srvList.cursor = clamp(m.srvList.cursor, len(m.status.Servers))
 		var cmds []tea.Cmd
 		// Read the catalogs of servers that came up or changed.
 		for _, s := range m.status.Servers {
@@ -729,7 +493,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			delete(m.catErr, msg.server)
 			m.catalogs[msg.server] = msg.res
 		}
-		m.catCursor = clamp(m.catCursor, len(m.rows()))
+		m.catList.cursor = clamp(m.catList.cursor, len(m.rows()))
 		return m, nil
 	case actionsMsg:
 		if msg.err != nil {
@@ -737,7 +501,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.actions = msg.res.Actions
-		m.actCursor = clamp(m.actCursor, len(m.actions))
+		m.actList.cursor = clamp(m.actList.cursor, len(m.actions))
 		return m, nil
 	case reviewMsg:
 		if msg.err != nil {
@@ -756,7 +520,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.requests, m.reqErr = msg.res.Requests, ""
-		m.reqCursor = clamp(m.reqCursor, len(m.requests))
+		m.reqList.cursor = clamp(m.reqList.cursor, len(m.requests))
 		return m, nil
 	case requestReadMsg:
 		if msg.refresh && (m.request == nil || m.request.ID != msg.res.ID) {
@@ -799,7 +563,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		res := msg.res
 		m.hits, m.hitsFor, m.searchErr = &res, msg.query, ""
-		m.catCursor = clamp(m.catCursor, len(res.Results))
+		m.catList.cursor = clamp(m.catList.cursor, len(res.Results))
 		return m, nil
 	case settingsMsg:
 		if msg.err != nil {
@@ -921,45 +685,6 @@ func (m *model) authed(msg authMsg) tea.Cmd {
 	return m.loadStatus()
 }
 
-// event takes one extensions.mcp.event: a log line, and a refresh of what
-// it changed.
-func (m *model) event(msg eventMsg) tea.Cmd {
-	ev := msg.ev
-	if msg.droppedHere > 0 {
-		m.appendLog(fmt.Sprintf("(%d events dropped: the screen was busy)", msg.droppedHere))
-	}
-	if ev.Dropped > 0 {
-		m.appendLog(fmt.Sprintf("(pikod dropped %d events for this console)", ev.Dropped))
-	}
-	m.lastSeq = ev.Seq
-	m.appendLog(eventLine(ev))
-	switch ev.Kind {
-	case contracts.EventState:
-		return m.loadStatus()
-	case contracts.EventCatalog:
-		return tea.Batch(m.loadStatus(), m.loadCatalog(ev.Server))
-	case contracts.EventRequest:
-		cmds := []tea.Cmd{m.loadActions(), m.loadRequests()}
-		var d contracts.RequestEventData
-		if m.request != nil && json.Unmarshal(ev.Data, &d) == nil && d.ID == m.request.ID {
-			cmds = append(cmds, m.loadRequest(d.ID, true))
-		}
-		return tea.Batch(cmds...)
-	}
-	return nil
-}
-
-func (m *model) appendLog(line string) {
-	m.logLines = append(m.logLines, line)
-	if n := len(m.logLines) - maxLogLines; n > 0 {
-		m.logLines = append([]string(nil), m.logLines[n:]...)
-	}
-	m.logView.SetContent(strings.Join(m.logLines, "\n"))
-	if m.logFollow {
-		m.logView.GotoBottom()
-	}
-}
-
 // key handles one key press.
 func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
@@ -998,7 +723,7 @@ func (m *model) key(msg tea.KeyMsg) tea.Cmd {
 		var cmd tea.Cmd
 		m.search, cmd = m.search.Update(msg)
 		if q := strings.TrimSpace(m.search.Value()); m.search.Value() != before && q != "" {
-			m.catCursor = 0
+			m.catList.cursor = 0
 			return tea.Batch(cmd, m.runSearch(q))
 		}
 		if strings.TrimSpace(m.search.Value()) == "" {
@@ -1095,384 +820,6 @@ func (m *model) setPane(p int) tea.Cmd {
 	return nil
 }
 
-func (m *model) selectedServer() (contracts.ServerStatus, bool) {
-	if m.srvCursor < 0 || m.srvCursor >= len(m.status.Servers) {
-		return contracts.ServerStatus{}, false
-	}
-	return m.status.Servers[m.srvCursor], true
-}
-
-func (m *model) serversKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	n := len(m.status.Servers)
-	switch {
-	case moveCursor(msg, k, &m.srvCursor, n):
-		return nil
-	case key.Matches(msg, k.Add):
-		m.adding = m.newAddInput()
-		m.setFlash("", false)
-		return textinput.Blink
-	}
-	s, ok := m.selectedServer()
-	if !ok {
-		return nil
-	}
-	switch {
-	case key.Matches(msg, k.Connect):
-		m.setFlash("connecting "+s.ID+"...", false)
-		return m.serverOp("connect", s.ID)
-	case key.Matches(msg, k.Disconnect):
-		m.setFlash("disconnecting "+s.ID+"...", false)
-		return m.serverOp("disconnect", s.ID)
-	case key.Matches(msg, k.Reconnect):
-		m.setFlash("reconnecting "+s.ID+"...", false)
-		return m.serverOp("reconnect", s.ID)
-	case key.Matches(msg, k.SignIn):
-		if s.Transport == "stdio" {
-			m.setFlash(s.ID+" is a stdio server: OAuth sign-in is for http and sse servers", true)
-			return nil
-		}
-		m.auth = &authState{server: s.ID}
-		return m.authStart(s.ID)
-	case key.Matches(msg, k.Credentials):
-		m.creds = m.newCredForm(s)
-		m.setFlash("", false)
-		return textinput.Blink
-	case key.Matches(msg, k.Pause):
-		if s.Pause != nil {
-			return m.resume(s.ID)
-		}
-		m.setFlash("pausing "+s.ID+"...", false)
-		return m.pause(s.ID)
-	case key.Matches(msg, k.Remove):
-		return m.removeServer(s.ID)
-	case key.Matches(msg, k.Logout):
-		return m.logout(s)
-	case key.Matches(msg, k.Open):
-		m.serverOnly = s.ID
-		m.clearSearch()
-		return m.setPane(paneCatalog)
-	}
-	return nil
-}
-
-// tools is every connected server's tools (or one server's), by server
-// and name.
-func (m *model) tools() []contracts.CatalogTool {
-	servers := make([]string, 0, len(m.catalogs))
-	for id := range m.catalogs {
-		if m.serverOnly == "" || id == m.serverOnly {
-			servers = append(servers, id)
-		}
-	}
-	sort.Strings(servers)
-	var out []contracts.CatalogTool
-	for _, id := range servers {
-		for _, t := range m.catalogs[id].Tools {
-			if t.Server == "" {
-				t.Server = id
-			}
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// listed is the catalog pane's list: every tool while the search is
-// empty, else the search's ranked hits with their BM25 scores (nil until
-// the answer to the current query arrives).
-func (m *model) listed() ([]contracts.CatalogTool, []float64) {
-	q := strings.TrimSpace(m.search.Value())
-	if q == "" {
-		return m.tools(), nil
-	}
-	if m.hits == nil || m.hitsFor != q {
-		return nil, nil
-	}
-	tools := make([]contracts.CatalogTool, 0, len(m.hits.Results))
-	scores := make([]float64, 0, len(m.hits.Results))
-	for _, h := range m.hits.Results {
-		tools = append(tools, m.hitTool(h))
-		scores = append(scores, h.Score)
-	}
-	return tools, scores
-}
-
-// hitTool is the catalog entry of a search hit (for its schema), or what
-// the hit itself says when the catalog was not read yet.
-func (m *model) hitTool(h contracts.SearchHit) contracts.CatalogTool {
-	for _, t := range m.catalogs[h.Server].Tools {
-		if t.Name == h.Name || (t.OriginalName == h.Tool && h.Tool != "") {
-			if t.Server == "" {
-				t.Server = h.Server
-			}
-			return t
-		}
-	}
-	grant := h.Grant
-	return contracts.CatalogTool{Server: h.Server, Name: h.Name, OriginalName: h.Tool, Title: h.Title,
-		Description: h.Description, Grant: grant, Selected: grant != "not_selected"}
-}
-
-// clearSearch empties the search and its results.
-func (m *model) clearSearch() {
-	m.search.SetValue("")
-	m.hits, m.hitsFor, m.searchErr = nil, "", ""
-	m.catCursor = 0
-}
-
-func (m *model) catalogKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	if m.schema != nil {
-		isTool := m.schemaKind == kindTool
-		switch {
-		case key.Matches(msg, k.Back) || msg.Type == tea.KeyEnter:
-			m.schema = nil
-			return nil
-		case key.Matches(msg, k.Run) && isTool:
-			m.run = m.newRun(m.schemaTool)
-			return textinput.Blink
-		case key.Matches(msg, k.Grant) && isTool:
-			t := m.schemaTool
-			m.grantFor = &t
-			m.setFlash("", false)
-			return nil
-		}
-		vp, cmd := m.schema.Update(msg)
-		m.schema = &vp
-		return cmd
-	}
-	rows := m.rows()
-	n := len(rows)
-	switch {
-	case moveCursor(msg, k, &m.catCursor, n):
-	case key.Matches(msg, k.Search):
-		m.searching = true
-		return m.search.Focus()
-	case key.Matches(msg, k.Back):
-		m.clearSearch()
-		m.serverOnly, m.catKind = "", ""
-	case key.Matches(msg, k.Kinds):
-		i := slices.Index(catKinds, m.catKind)
-		m.catKind = catKinds[(i+1)%len(catKinds)]
-		m.catCursor = 0
-	case key.Matches(msg, k.Grant):
-		if m.catCursor < n && rows[m.catCursor].kind == kindTool {
-			t := rows[m.catCursor].tool
-			m.grantFor = &t
-			m.setFlash("", false)
-		} else if m.catCursor < n {
-			m.setFlash("grants are for tools: "+rows[m.catCursor].kind+"s are read, not called", true)
-		}
-	case key.Matches(msg, k.Open):
-		if m.catCursor < n {
-			r := rows[m.catCursor]
-			vp := viewport.New(m.width, m.bodyHeight())
-			if r.kind == kindTool {
-				vp.SetContent(m.schemaText(r.tool))
-				m.schemaOf, m.schemaTool = r.tool.Server+"/"+r.tool.Name, r.tool
-			} else {
-				vp.SetContent(m.itemText(r))
-				m.schemaOf, m.schemaTool = r.server+"/"+r.item.Name+r.item.URI, contracts.CatalogTool{}
-			}
-			m.schema, m.schemaKind = &vp, r.kind
-		}
-	}
-	return nil
-}
-
-func (m *model) actionsKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	if m.review != nil {
-		r := *m.review
-		switch {
-		case key.Matches(msg, k.Back):
-			m.review, m.reviewView = nil, nil
-			return nil
-		case key.Matches(msg, k.Approve):
-			if r.State != contracts.ActionPrepared {
-				m.setFlash(fmt.Sprintf("action %s is %s and cannot be approved", r.ID, r.State), true)
-				return nil
-			}
-			return m.approve(r.ID)
-		case key.Matches(msg, k.Reject):
-			if r.State != contracts.ActionPrepared {
-				m.setFlash(fmt.Sprintf("action %s is %s: nothing to reject", r.ID, r.State), true)
-				return nil
-			}
-			m.review, m.reviewView = nil, nil
-			return m.reject(r)
-		}
-		vp, cmd := m.reviewView.Update(msg)
-		m.reviewView = &vp
-		return cmd
-	}
-	n := len(m.actions)
-	switch {
-	case moveCursor(msg, k, &m.actCursor, n):
-	case key.Matches(msg, k.Open), key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
-		// Every decision starts from the review, which shows what
-		// approving sends.
-		if m.actCursor < n {
-			return m.loadReview(m.actions[m.actCursor].ID)
-		}
-	}
-	return nil
-}
-
-// requestsKey: the list of server requests, and one request read whole.
-// Answering and declining hand the terminal to pikoctl mcp respond, which
-// applies the daemon's terminal checks and the approval passphrase.
-func (m *model) requestsKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	if m.request != nil {
-		r := *m.request
-		switch {
-		case key.Matches(msg, k.Back):
-			m.request, m.requestView = nil, nil
-			return nil
-		case key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
-			if r.State != contracts.RequestPending {
-				m.setFlash(fmt.Sprintf("request %s is %s and cannot be answered again", r.ID, r.State), true)
-				return nil
-			}
-			return m.respond(r.ID, key.Matches(msg, k.Reject))
-		}
-		vp, cmd := m.requestView.Update(msg)
-		m.requestView = &vp
-		return cmd
-	}
-	n := len(m.requests)
-	switch {
-	case moveCursor(msg, k, &m.reqCursor, n):
-	case key.Matches(msg, k.Open), key.Matches(msg, k.Approve), key.Matches(msg, k.Reject):
-		// Every answer starts from the request read whole.
-		if m.reqCursor < n {
-			return m.loadRequest(m.requests[m.reqCursor].ID, false)
-		}
-	}
-	return nil
-}
-
-func (m *model) settingsKey(msg tea.KeyMsg) tea.Cmd {
-	k := m.keys
-	switch {
-	case key.Matches(msg, k.Edit):
-		text := m.draft
-		if text == nil {
-			text, m.base = m.settingsText(), m.settings.Revision
-		}
-		return m.edit(text)
-	case key.Matches(msg, k.Discard) && m.draft != nil:
-		m.draft, m.problems, m.dryRun = nil, nil, nil
-		m.setFlash("edits discarded", false)
-		m.refreshSettingsView()
-		return m.loadSettings()
-	case key.Matches(msg, k.Save) && m.dryRun != nil && m.draft != nil:
-		m.setFlash("saving...", false)
-		return m.configure(m.draft, m.base, false)
-	}
-	var cmd tea.Cmd
-	m.settingsView, cmd = m.settingsView.Update(msg)
-	return cmd
-}
-
-// settingsText is the stored settings, indented for editing.
-func (m *model) settingsText() []byte {
-	raw := m.settings.Settings
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage(`{"servers":[]}`)
-	}
-	var buf bytes.Buffer
-	if json.Indent(&buf, raw, "", "  ") != nil {
-		return append([]byte(nil), raw...)
-	}
-	buf.WriteString("\n")
-	return buf.Bytes()
-}
-
-func (m *model) refreshSettingsView() {
-	var b strings.Builder
-	if len(m.problems) > 0 {
-		b.WriteString(m.st.bad.Render("NOT SAVED: the edited settings have problems (e edits them again, u discards):") + "\n")
-		for _, p := range m.problems {
-			b.WriteString(m.st.bad.Render("  - "+safe(p)) + "\n")
-		}
-		b.WriteString("\n")
-	}
-	if d := m.dryRun; d != nil {
-		b.WriteString(m.st.good.Render(fmt.Sprintf("valid: saving makes revision %d (y saves, e edits again, u discards)", d.Revision)) + "\n")
-		for _, l := range []struct {
-			what string
-			ids  []string
-		}{{"added", d.Added}, {"changed", d.Changed}, {"removed", d.Removed}} {
-			if len(l.ids) > 0 {
-				fmt.Fprintf(&b, "  %s: %s\n", l.what, safe(strings.Join(l.ids, ", ")))
-			}
-		}
-		for _, w := range d.Widened {
-			b.WriteString(m.st.warn.Render("  WIDENS: "+safe(w)) + "\n")
-		}
-		b.WriteString("\n")
-	}
-	text := m.draft
-	if text == nil {
-		text = m.settingsText()
-		fmt.Fprintf(&b, "revision %d", m.settings.Revision)
-		if m.settings.UpdatedAt != "" {
-			fmt.Fprintf(&b, ", saved %s", safe(m.settings.UpdatedAt))
-		}
-		b.WriteString(" (e edits in $EDITOR)\n")
-	} else {
-		fmt.Fprintf(&b, "edited from revision %d, not saved:\n", m.base)
-	}
-	b.WriteString(safeLines(string(text)))
-	m.settingsView.SetContent(b.String())
-}
-
-// problemsOf lists what a refused configure found wrong, one line each.
-func problemsOf(err error) []string {
-	var ce *contracts.Error
-	if errors.As(err, &ce) {
-		var out []string
-		if ce.Data != nil {
-			for _, p := range ce.Data.Problems {
-				out = append(out, p.Error())
-			}
-		}
-		if len(out) == 0 {
-			out = append(out, ce.Message)
-		}
-		if ce.Data != nil && ce.Data.Hint != "" {
-			out = append(out, "hint: "+ce.Data.Hint)
-		}
-		return out
-	}
-	return []string{errText(err)}
-}
-
-// jsonProblem says where the text stops being JSON.
-func jsonProblem(text []byte) string {
-	var v any
-	err := json.Unmarshal(text, &v)
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line, col := 1, 1
-		for _, c := range text[:min(int(se.Offset), len(text))] {
-			if c == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-		}
-		return fmt.Sprintf("not JSON at line %d, column %d: %v", line, col, se)
-	}
-	if err != nil {
-		return "not JSON: " + err.Error()
-	}
-	return "not JSON"
-}
-
 // connected reports whether the server's connection is up, paused or not
 // (a pause holds calls; the connection and its catalog stay).
 func connected(s contracts.ServerStatus) bool {
@@ -1486,17 +833,6 @@ func findServer(st contracts.StatusResult, id string) (contracts.ServerStatus, b
 		}
 	}
 	return contracts.ServerStatus{}, false
-}
-
-// clamp keeps a cursor inside a list of n entries.
-func clamp(i, n int) int {
-	if i >= n {
-		i = n - 1
-	}
-	if i < 0 {
-		i = 0
-	}
-	return i
 }
 
 // errText is an error as one safe line, with the daemon's hint.
@@ -1536,22 +872,4 @@ func newStyles(p termenv.Profile) styles {
 		warn:      r.NewStyle().Foreground(lipgloss.Color("214")),
 		help:      r.NewStyle().Foreground(lipgloss.Color("245")),
 	}
-}
-
-// moveCursor moves a list's cursor for the up, down, top and bottom keys
-// and reports whether msg was one of them.
-func moveCursor(msg tea.KeyMsg, k keyMap, cur *int, n int) bool {
-	switch {
-	case key.Matches(msg, k.Up):
-		*cur = clamp(*cur-1, n)
-	case key.Matches(msg, k.Down):
-		*cur = clamp(*cur+1, n)
-	case key.Matches(msg, k.Top):
-		*cur = 0
-	case key.Matches(msg, k.Bottom):
-		*cur = clamp(n-1, n)
-	default:
-		return false
-	}
-	return true
 }
