@@ -84,7 +84,14 @@ func runFloorRelay(socket, fixture string) error {
 			return err
 		}
 		jc := jsonrpc2.NewConn(ctx, jsonrpc2.NewPlainObjectStream(nc), h)
-		go func() { <-ctx.Done(); jc.Close() }()
+		go func() {
+			// Ends with the connection, or closes it at SIGTERM.
+			select {
+			case <-ctx.Done():
+				jc.Close()
+			case <-jc.DisconnectNotify():
+			}
+		}()
 	}
 }
 
