@@ -2,11 +2,11 @@ package approvals
 
 import (
 	"encoding/json"
-	"github.com/pikod/pikod/tests/testsupport"
 	"strings"
 	"testing"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 	"github.com/rs/zerolog"
 )
 

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/pikod/pikod/tests/testsupport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // loggedMessage is one line of the fixture's --request-log.

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/mcpclient/proc"
+	"github.com/pikod/pikod/tests/testsupport"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )

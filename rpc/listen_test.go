@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"io/fs"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // shortDir returns a fresh directory with a short path: Unix socket paths

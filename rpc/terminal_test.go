@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // callerEnv switches the test binary into a client that makes the calls

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/rpc"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // Approval suites: prepared actions are approved only by a process with a

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // Call suites: extensions.mcp.call against the stdio fixture, through the

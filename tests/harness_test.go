@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"io"
 	"net"
 	"os"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/rpc"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // Paths of the binaries TestMain builds once for the whole package.

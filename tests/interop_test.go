@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"maps"
 	"net"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // interopSkipEnv names the variable that, set to 1, skips the interop suite

@@ -3,13 +3,13 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/pikod/pikod/tests/testsupport"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // moveDuringSignIn signs in at as1, then starts a second sign-in at as1

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pikod/pikod/tests/testsupport"
 	"io/fs"
 	"net"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // Vault suites: credentials entered through extensions.secret (and the
