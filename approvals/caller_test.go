@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -105,27 +106,9 @@ func TestCallerBounded(t *testing.T) {
 
 }
 
-// legacyReceipt is Receipt exactly as it was stored before callers were
-// kept: the same fields, in the same order, without caller.
-type legacyReceipt struct {
-	ID              string    `json:"id"`
-	Seq             uint64    `json:"seq"`
-	Prev            string    `json:"prev"`
-	Kind            string    `json:"kind"`
-	Server          string    `json:"server"`
-	Tool            string    `json:"tool"`
-	ArgumentsDigest string    `json:"argumentsDigest,omitempty"`
-	ActionID        string    `json:"actionId,omitempty"`
-	Status          string    `json:"status"`
-	SourceID        string    `json:"sourceId,omitempty"`
-	Error           string    `json:"error,omitempty"`
-	NotSent         bool      `json:"notSent,omitempty"`
-	CreatedAt       time.Time `json:"createdAt"`
-}
-
 // putLegacyReceipt chains r as the previous pikod stored receipts: its
 // own encoding, the hash of those bytes as the head.
-func putLegacyReceipt(t *testing.T, db *DB, r legacyReceipt) {
+func putLegacyReceipt(t *testing.T, db *DB, r testsupport.LegacyReceipt) {
 	t.Helper()
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		var head chainHead
@@ -159,9 +142,9 @@ func putLegacyReceipt(t *testing.T, db *DB, r legacyReceipt) {
 func TestCallerReceiptChain(t *testing.T) {
 	in := newInstance(t)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	putLegacyReceipt(t, in.db, legacyReceipt{ID: "rcpt_legacyaaaaaaaaaaaaaaaaaaaa", Kind: contracts.ReceiptRead, Server: "s", Tool: "read",
+	putLegacyReceipt(t, in.db, testsupport.LegacyReceipt{ID: "rcpt_legacyaaaaaaaaaaaaaaaaaaaa", Kind: contracts.ReceiptRead, Server: "s", Tool: "read",
 		Status: "completed", SourceID: "src_1", CreatedAt: at})
-	putLegacyReceipt(t, in.db, legacyReceipt{ID: "rcpt_legacybbbbbbbbbbbbbbbbbbbb", Kind: contracts.ReceiptApproved, Server: "s", Tool: "write",
+	putLegacyReceipt(t, in.db, testsupport.LegacyReceipt{ID: "rcpt_legacybbbbbbbbbbbbbbbbbbbb", Kind: contracts.ReceiptApproved, Server: "s", Tool: "write",
 		ArgumentsDigest: strings.Repeat("ab", 32), ActionID: "act_x", Status: "completed", CreatedAt: at.Add(time.Second)})
 	// The action the approved receipt belongs to (verification checks it).
 	if err := in.db.bolt.Update(func(tx *bolt.Tx) error {
@@ -194,7 +177,7 @@ func TestCallerReceiptChain(t *testing.T) {
 
 	// A receipt without a caller is the old encoding exactly.
 	chain, _ := rawChain(t, in.db)
-	old, err := json.Marshal(legacyReceipt{ID: plain.ID, Seq: plain.Seq, Prev: plain.Prev, Kind: plain.Kind, Server: plain.Server,
+	old, err := json.Marshal(testsupport.LegacyReceipt{ID: plain.ID, Seq: plain.Seq, Prev: plain.Prev, Kind: plain.Kind, Server: plain.Server,
 		Tool: plain.Tool, Status: plain.Status, CreatedAt: plain.CreatedAt})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/pikod/pikod/contracts"
+	"github.com/pikod/pikod/tests/testsupport"
 )
 
 // Caller identity: every action and receipt records who asked, the pid
@@ -357,24 +358,6 @@ func TestCallerHostileDeclaration(t *testing.T) {
 	}
 }
 
-// legacyReceipt is a receipt as pikod stored them before callers were
-// kept: these fields, in this order.
-type legacyReceipt struct {
-	ID              string    `json:"id"`
-	Seq             uint64    `json:"seq"`
-	Prev            string    `json:"prev"`
-	Kind            string    `json:"kind"`
-	Server          string    `json:"server"`
-	Tool            string    `json:"tool"`
-	ArgumentsDigest string    `json:"argumentsDigest,omitempty"`
-	ActionID        string    `json:"actionId,omitempty"`
-	Status          string    `json:"status"`
-	SourceID        string    `json:"sourceId,omitempty"`
-	Error           string    `json:"error,omitempty"`
-	NotSent         bool      `json:"notSent,omitempty"`
-	CreatedAt       time.Time `json:"createdAt"`
-}
-
 // plantLegacyReceipts chains receipts in the old encoding into a stopped
 // daemon's database, as an older pikod would have, and returns their ids.
 func plantLegacyReceipts(t testing.TB, dbPath string, n int) []string {
@@ -398,7 +381,7 @@ func plantLegacyReceipts(t testing.TB, dbPath string, n int) []string {
 			}
 		}
 		for i := range n {
-			r := legacyReceipt{ID: "rcpt_legacy" + strings.Repeat(fmt.Sprint(i%10), 20), Seq: head.Seq + 1, Prev: head.Hash,
+			r := testsupport.LegacyReceipt{ID: "rcpt_legacy" + strings.Repeat(fmt.Sprint(i%10), 20), Seq: head.Seq + 1, Prev: head.Hash,
 				Kind: contracts.ReceiptRead, Server: "fx", Tool: "echo", ArgumentsDigest: strings.Repeat("ab", 32),
 				Status: contracts.CallCompleted, CreatedAt: time.Now().Add(-time.Hour).UTC()}
 			v, err := json.Marshal(r)

@@ -43,14 +43,7 @@ exec sed -i -e 's/"bogusField": 1, //' -e 's/"timeoutMs": 10000/"timeoutMs": 450
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
-	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1", "EDITOR="+editor)
-	p := startTTYWith(t, cmd, func(slave *os.File) {
-		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
-			t.Fatalf("sizing the terminal: %v", err)
-		}
-	})
-	screen := &tuiScreen{t: t, p: p}
+	p, screen := startConsole(t, d, "EDITOR="+editor)
 
 	screen.waitFor("connected")
 	screen.waitFor("1 servers")
@@ -251,14 +244,7 @@ func TestTUIRequests(t *testing.T) {
 		"protocol", map[string]string{"pin": modernVersion}, "readOnlyTools", []string{"ask"}, "elicitation", true)))
 	connectServer(t, d, "fx")
 
-	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
-	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
-	p := startTTYWith(t, cmd, func(slave *os.File) {
-		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
-			t.Fatalf("sizing the terminal: %v", err)
-		}
-	})
-	screen := &tuiScreen{t: t, p: p}
+	p, screen := startConsole(t, d)
 	screen.waitFor("connected")
 
 	// Ranked search: the score and the server are on the screen.
@@ -347,14 +333,7 @@ func TestTUICredentials(t *testing.T) {
 	configureMCP(t, d, mcpSettings(t, stdioFixture("fx", "--env-file", envFile)))
 	connectServer(t, d, "fx")
 
-	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
-	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
-	p := startTTYWith(t, cmd, func(slave *os.File) {
-		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
-			t.Fatalf("sizing the terminal: %v", err)
-		}
-	})
-	screen := &tuiScreen{t: t, p: p}
+	p, screen := startConsole(t, d)
 	screen.waitFor("credentials: none")
 
 	canary := newCanary(t, true)
@@ -429,14 +408,7 @@ func TestTUICredentials(t *testing.T) {
 func TestTUICall(t *testing.T) {
 	t.Parallel()
 	d := callsDaemon(t)
-	cmd := exec.Command(pikoctlBin, "--socket", d.socket, "tui")
-	cmd.Env = append(minimalEnv(t.TempDir()), "TERM=xterm-256color", "NO_COLOR=1")
-	p := startTTYWith(t, cmd, func(slave *os.File) {
-		if err := pty.Setsize(slave, &pty.Winsize{Rows: 24, Cols: 80}); err != nil {
-			t.Fatalf("sizing the terminal: %v", err)
-		}
-	})
-	screen := &tuiScreen{t: t, p: p}
+	p, screen := startConsole(t, d)
 	screen.waitFor("connected")
 	screen.press("2")
 	screen.waitFor("tools · every connected server")

@@ -99,7 +99,19 @@ func leaks(b []byte, canaries ...string) []string {
 	return out
 }
 
-// assertNoLeak fails the test when b holds any canary in any form.
+// assertLogClean fails the test when pikod.log holds any canary in any
+// form.
+func (d *daemon) assertLogClean(t testing.TB, canaries ...string) {
+	t.Helper()
+	b, err := os.ReadFile(d.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeak(t, "the daemon log", b, canaries...)
+}
+
+// assertNoLeak fails the test when b holds any canary in any form, and
+// shows where.
 func assertNoLeak(t testing.TB, where string, b []byte, canaries ...string) {
 	t.Helper()
 	if l := leaks(b, canaries...); len(l) > 0 {
@@ -305,11 +317,7 @@ func TestVaultFileBackend(t *testing.T) {
 		})
 	}
 	checkCreds("after refused objects", "stored", 3)
-	if b, err := os.ReadFile(d.logPath()); err != nil {
-		t.Fatal(err)
-	} else {
-		assertNoLeak(t, "the daemon log", b, canary, bad)
-	}
+	d.assertLogClean(t, canary, bad)
 }
 
 // TestVaultIdentity changes what stored credentials are bound to: they are
@@ -1400,11 +1408,7 @@ func TestVaultMigrate(t *testing.T) {
 	for _, p := range procs {
 		assertNoLeak(t, "pikod's stderr", []byte(p.stderr.String()), canary)
 	}
-	if b, err := os.ReadFile(d.logPath()); err != nil {
-		t.Fatal(err)
-	} else {
-		assertNoLeak(t, "the daemon log", b, canary)
-	}
+	d.assertLogClean(t, canary)
 }
 
 // TestVaultMigrateRefusals: a migration that cannot be made says why and
@@ -1491,11 +1495,7 @@ func TestVaultMigrateRefusals(t *testing.T) {
 		t.Errorf("migrate of a locked vault: exit %d, terminal:\n%s", code, out)
 	}
 
-	if b, err := os.ReadFile(d.logPath()); err != nil {
-		t.Fatal(err)
-	} else {
-		assertNoLeak(t, "the daemon log", b, canary)
-	}
+	d.assertLogClean(t, canary)
 }
 
 // TestDoctorVaultBackend: doctor says which backend auto chose and why,
@@ -1624,9 +1624,5 @@ func TestVaultMigrateCrash(t *testing.T) {
 	if got := envOf(callText(t, callTool(t, d, "s00", "env", "")))["TOKEN"]; got != redactedMark {
 		t.Errorf("after the kill s00 has TOKEN=%q, want the stored value (shown %s)", got, redactedMark)
 	}
-	if b, err := os.ReadFile(d.logPath()); err != nil {
-		t.Fatal(err)
-	} else {
-		assertNoLeak(t, "the daemon log", b, canary)
-	}
+	d.assertLogClean(t, canary)
 }
