@@ -252,23 +252,41 @@ func (p *fmParser) mapping(i, col int, first string) (*fmNode, int, error) {
 		}
 		n.keys = append(n.keys, key)
 		n.vals[key] = v
-		if i = p.skip(i); i >= len(p.lines) {
-			return n, i, nil
-		}
-		ind, err := p.indent(i)
-		if err != nil {
-			return nil, i, err
-		}
-		if ind < col {
-			return n, i, nil
-		}
-		if ind > col {
-			return nil, i, p.errorf(i, "unexpected indentation: a field here must begin in column %d", col+1)
+		var more bool
+		if i, more, err = p.continues(i, col, "a field"); err != nil || !more {
+			return orNil(n, err), i, err
 		}
 		if first = p.lines[i][col:]; isSeqItem(first) {
 			return nil, i, p.errorf(i, "a list item where a field \"name: value\" belongs")
 		}
 	}
+}
+
+// continues skips from line i to the next line with content and says
+// whether it goes on the collection at column col: not when the input
+// ends or the line is less indented, an error (naming what, "a field" or
+// "a list item") when it is more.
+func (p *fmParser) continues(i, col int, what string) (int, bool, error) {
+	if i = p.skip(i); i >= len(p.lines) {
+		return i, false, nil
+	}
+	ind, err := p.indent(i)
+	switch {
+	case err != nil:
+		return i, false, err
+	case ind > col:
+		return i, false, p.errorf(i, "unexpected indentation: %s here must begin in column %d", what, col+1)
+	}
+	return i, ind == col, nil
+}
+
+// orNil is n, or nil when err is set: a collection cut short by an error
+// is not returned.
+func orNil(n *fmNode, err error) *fmNode {
+	if err != nil {
+		return nil
+	}
+	return n
 }
 
 // nested parses the value of a key (or list item) on line i at column col
@@ -318,18 +336,9 @@ func (p *fmParser) seq(i, col int, first string) (*fmNode, int, error) {
 			return nil, i, err
 		}
 		n.items = append(n.items, item)
-		if i = p.skip(i); i >= len(p.lines) {
-			return n, i, nil
-		}
-		ind, err := p.indent(i)
-		if err != nil {
-			return nil, i, err
-		}
-		if ind < col {
-			return n, i, nil
-		}
-		if ind > col {
-			return nil, i, p.errorf(i, "unexpected indentation: a list item here must begin in column %d", col+1)
+		var more bool
+		if i, more, err = p.continues(i, col, "a list item"); err != nil || !more {
+			return orNil(n, err), i, err
 		}
 		if first = p.lines[i][col:]; !isSeqItem(first) {
 			// A list at a key's own column ends where the next key begins.

@@ -83,15 +83,7 @@ const (
 // keywords (never the values); a schema that does not compile is
 // ErrFailedPrecondition with reason "tool_schema_invalid".
 func (c *SchemaCache) Validate(schema json.RawMessage, instance []byte) error {
-	problem, err := c.check(schema, instance)
-	if err != nil {
-		return err
-	}
-	if problem != "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonArgumentsInvalid,
-			"arguments do not match the tool's input schema: %s", problem)
-	}
-	return nil
+	return argumentsError(c.check(schema, instance))
 }
 
 // check returns a description of how instance fails schema ("" when it
@@ -106,7 +98,12 @@ func (c *SchemaCache) check(schema []byte, instance []byte) (string, error) {
 
 // validateCompiled is Validate with the schema compiled already.
 func (c *SchemaCache) validateCompiled(sch *jsonschema.Schema, instance []byte) error {
-	problem, err := c.checkCompiled(sch, instance)
+	return argumentsError(c.checkCompiled(sch, instance))
+}
+
+// argumentsError turns a check's outcome into Validate's error: err as it
+// is, a problem as arguments_invalid, nil when the arguments match.
+func argumentsError(problem string, err error) error {
 	if err != nil {
 		return err
 	}

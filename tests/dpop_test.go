@@ -377,28 +377,7 @@ func storedDPoPKey(t *testing.T, d *daemon) (jkt string, secrets []string) {
 // answer, pikod's stderr, log or database, or a fixture's log.
 func (o *oauthSetup) checkKeyNeverShown(t *testing.T, secrets []string, extra ...string) {
 	t.Helper()
-	places := map[string]string{}
-	o.mu.Lock()
-	places["answers"] = o.out.String()
-	o.mu.Unlock()
-	if p := o.d.current(); p != nil {
-		places["stderr"] = p.stderr.String()
-	}
-	for _, name := range []string{"pikod.log", "pikod.db"} {
-		b, err := os.ReadFile(filepath.Join(o.d.stateDir, name))
-		if err != nil {
-			t.Fatalf("reading %s: %v", name, err)
-		}
-		places[name] = string(b)
-	}
-	for _, p := range extra {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("reading %s: %v", p, err)
-		}
-		places[filepath.Base(p)] = string(b)
-	}
-	for where, text := range places {
+	for where, text := range o.places(t, extra...) {
 		for i, s := range secrets {
 			if strings.Contains(text, s) {
 				t.Errorf("%s holds the DPoP private key (form %d)", where, i)

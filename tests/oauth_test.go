@@ -216,6 +216,20 @@ func (o *oauthSetup) checkCanaries(t *testing.T) {
 	if len(secrets) == 0 {
 		t.Fatal("the authorization server issued nothing: the canary check would prove nothing")
 	}
+	for where, text := range o.places(t) {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds an OAuth secret the authorization server issued (%s...)", where, s[:12])
+			}
+		}
+	}
+}
+
+// places is every text pikod has shown or kept, by where it is: the
+// answers the setup received, pikod's stderr, pikod.log and pikod.db, and
+// each file in extra (by its base name).
+func (o *oauthSetup) places(t *testing.T, extra ...string) map[string]string {
+	t.Helper()
 	places := map[string]string{}
 	o.mu.Lock()
 	places["answers"] = o.out.String()
@@ -223,20 +237,14 @@ func (o *oauthSetup) checkCanaries(t *testing.T) {
 	if p := o.d.current(); p != nil {
 		places["stderr"] = p.stderr.String()
 	}
-	for _, name := range []string{"pikod.log", "pikod.db"} {
-		b, err := os.ReadFile(filepath.Join(o.d.stateDir, name))
+	for _, p := range append([]string{filepath.Join(o.d.stateDir, "pikod.log"), filepath.Join(o.d.stateDir, "pikod.db")}, extra...) {
+		b, err := os.ReadFile(p)
 		if err != nil {
-			t.Fatalf("reading %s: %v", name, err)
+			t.Fatalf("reading %s: %v", p, err)
 		}
-		places[name] = string(b)
+		places[filepath.Base(p)] = string(b)
 	}
-	for where, text := range places {
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Errorf("%s holds an OAuth secret the authorization server issued (%s...)", where, s[:12])
-			}
-		}
-	}
+	return places
 }
 
 // TestOAuthAuthorizationCode signs in with the browser flow (discovery

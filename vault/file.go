@@ -74,18 +74,28 @@ type inventory struct {
 	hasKDF   bool // the KDF file exists
 }
 
-// openFile opens the file backend with a key from the credentials
-// directory or the key file. prefix starts the status note ("auto: ...").
-func (v *Vault) openFile(cfg Config, prefix string) error {
+// prepareFileDir makes sure the vault directory of cfg exists (0700) and
+// says what it holds, without writing anything in it.
+func prepareFileDir(cfg Config) (*fileVault, inventory, error) {
 	if cfg.Dir == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
+		return nil, inventory{}, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
 			"the file vault needs a directory (Config.Dir)")
 	}
 	fv := &fileVault{dir: cfg.Dir, service: cfg.Service}
 	if err := ensureDir(fv.dir); err != nil {
-		return err
+		return nil, inventory{}, err
 	}
 	inv, err := fv.inventory()
+	if err != nil {
+		return nil, inventory{}, err
+	}
+	return fv, inv, nil
+}
+
+// openFile opens the file backend with a key from the credentials
+// directory or the key file. prefix starts the status note ("auto: ...").
+func (v *Vault) openFile(cfg Config, prefix string) error {
+	fv, inv, err := prepareFileDir(cfg)
 	if err != nil {
 		return err
 	}
@@ -141,15 +151,7 @@ func (v *Vault) openFile(cfg Config, prefix string) error {
 
 // openFileUnlock opens a passphrase vault in the locked state.
 func (v *Vault) openFileUnlock(cfg Config) error {
-	if cfg.Dir == "" {
-		return contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidArgument,
-			"the file vault needs a directory (Config.Dir)")
-	}
-	fv := &fileVault{dir: cfg.Dir, service: cfg.Service}
-	if err := ensureDir(fv.dir); err != nil {
-		return err
-	}
-	inv, err := fv.inventory()
+	fv, inv, err := prepareFileDir(cfg)
 	if err != nil {
 		return err
 	}

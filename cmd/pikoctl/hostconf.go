@@ -531,6 +531,20 @@ func compactJSONList(list []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
+// adopt makes next an editor's source when parse accepts it; otherwise the
+// source and what parse made of it stay as they were, and the edit is
+// unsafe.
+func adopt(src *[]byte, next []byte, parse func() error) error {
+	old := *src
+	*src = next
+	if err := parse(); err != nil {
+		*src = old
+		_ = parse()
+		return errUnsafeEdit
+	}
+	return nil
+}
+
 // commit replaces the text with next after checking that its decoded form
 // is the old one changed by mutate (applied to the servers map).
 func (ed *jsonEditor) commit(next []byte, mutate func(servers map[string]any)) error {
@@ -549,14 +563,7 @@ func (ed *jsonEditor) commit(next []byte, mutate func(servers map[string]any)) e
 	if err != nil || !reflect.DeepEqual(doc, after) {
 		return errUnsafeEdit
 	}
-	old := ed.src
-	ed.src = next
-	if err := ed.parse(); err != nil {
-		ed.src = old
-		_ = ed.parse()
-		return errUnsafeEdit
-	}
-	return nil
+	return adopt(&ed.src, next, ed.parse)
 }
 
 // set inserts or replaces the server name with v.
@@ -1086,14 +1093,7 @@ func (ed *tomlEditor) commit(next []byte, mutate func(servers map[string]any)) e
 	if err != nil || !reflect.DeepEqual(before, after) {
 		return errUnsafeEdit
 	}
-	old := ed.src
-	ed.src = next
-	if err := ed.parse(); err != nil {
-		ed.src = old
-		_ = ed.parse()
-		return errUnsafeEdit
-	}
-	return nil
+	return adopt(&ed.src, next, ed.parse)
 }
 
 // insertAt is where a new server table goes: after the last mcp_servers
