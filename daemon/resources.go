@@ -68,16 +68,10 @@ func (d *daemon) readResource(ctx context.Context, req *rpc.Request, p contracts
 		return nil, fmt.Errorf("the resource was read but its contents could not be retained: %w", err)
 	}
 	contents, truncated, perr := present.PreviewResource(text, present.PreviewLimits{})
-	rec := approvals.Receipt{Kind: contracts.ReceiptResourceRead, Server: p.Server, Tool: clipText(uri, maxReceiptURIChars),
-		ArgumentsDigest: contracts.SHA256Hex([]byte(p.URI)), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
-	if perr != nil {
-		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
-	}
-	rec = d.ledger.AddReceiptAsync(rec)
-	d.log.Debug().Str("server", p.Server).Str("source", meta.ID).Str("receipt", rec.ID).Bool("truncated", truncated).Msg("resource read")
-	if perr != nil {
-		return nil, contracts.WithHint(contracts.WithReason(fmt.Errorf("the server's answer to resources/read is not a resource read result (%v): %w",
-			perr, contracts.ErrUpstream), contracts.ReasonInvalidResult), "its answer is retained: read it with source.read at "+meta.ID)
+	rec, err := d.retainedReceipt(approvals.Receipt{Kind: contracts.ReceiptResourceRead, Server: p.Server, Tool: clipText(uri, maxReceiptURIChars),
+		ArgumentsDigest: contracts.SHA256Hex([]byte(p.URI)), SourceID: meta.ID, Caller: caller}, perr, truncated, "resources/read", "a resource read result")
+	if err != nil {
+		return nil, err
 	}
 	return contracts.ResourceReadResult{Server: p.Server, Op: p.Op, URI: p.URI, Contents: contents, Truncated: truncated,
 		OriginalResultSourceID: meta.ID, ReceiptID: rec.ID, ReceiptKind: rec.Kind}, nil
@@ -108,6 +102,24 @@ func (d *daemon) prompt(ctx context.Context, req *rpc.Request, p *contracts.Prom
 	return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonInvalidOp, `"op" must be "list" or "get", not %q`, clipText(p.Op, 40))
 }
 
+// retainedReceipt writes the receipt of a read whose answer is retained
+// at rec.SourceID: completed, or failed when the answer was not a result
+// of its kind (perr, redacted), and then that is the error returned,
+// with where the answer can be read.
+func (d *daemon) retainedReceipt(rec approvals.Receipt, perr error, truncated bool, method, kind string) (approvals.Receipt, error) {
+	rec.Status = contracts.CallCompleted
+	if perr != nil {
+		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
+	}
+	rec = d.ledger.AddReceiptAsync(rec)
+	d.log.Debug().Str("server", rec.Server).Str("source", rec.SourceID).Str("receipt", rec.ID).Bool("truncated", truncated).Msg(method)
+	if perr != nil {
+		return rec, contracts.WithHint(contracts.WithReason(fmt.Errorf("the server's answer to %s is not %s (%v): %w",
+			method, kind, perr, contracts.ErrUpstream), contracts.ReasonInvalidResult), "its answer is retained: read it with source.read at "+rec.SourceID)
+	}
+	return rec, nil
+}
+
 // getPrompt gets one prompt: the original result is retained, the caller
 // gets its messages as bounded, safe evidence, and a receipt names the
 // get.
@@ -124,16 +136,10 @@ func (d *daemon) getPrompt(ctx context.Context, req *rpc.Request, p contracts.Pr
 		return nil, fmt.Errorf("the prompt was answered but its messages could not be retained: %w", err)
 	}
 	desc, messages, truncated, perr := present.PreviewPrompt(text, present.PreviewLimits{})
-	rec := approvals.Receipt{Kind: contracts.ReceiptPromptGet, Server: p.Server, Tool: name,
-		ArgumentsDigest: contracts.SHA256Hex(out.Arguments), Status: contracts.CallCompleted, SourceID: meta.ID, Caller: caller}
-	if perr != nil {
-		rec.Status, rec.Error = contracts.CallFailed, d.red.Text(perr.Error())
-	}
-	rec = d.ledger.AddReceiptAsync(rec)
-	d.log.Debug().Str("server", p.Server).Str("source", meta.ID).Str("receipt", rec.ID).Bool("truncated", truncated).Msg("prompt get")
-	if perr != nil {
-		return nil, contracts.WithHint(contracts.WithReason(fmt.Errorf("the server's answer to prompts/get is not a prompt result (%v): %w",
-			perr, contracts.ErrUpstream), contracts.ReasonInvalidResult), "its answer is retained: read it with source.read at "+meta.ID)
+	rec, err := d.retainedReceipt(approvals.Receipt{Kind: contracts.ReceiptPromptGet, Server: p.Server, Tool: name,
+		ArgumentsDigest: contracts.SHA256Hex(out.Arguments), SourceID: meta.ID, Caller: caller}, perr, truncated, "prompts/get", "a prompt result")
+	if err != nil {
+		return nil, err
 	}
 	return contracts.PromptGetResult{Server: p.Server, Op: p.Op, Name: p.Name, Description: desc, Messages: messages,
 		Evidence: contracts.PromptEvidence, Truncated: truncated, OriginalResultSourceID: meta.ID,
