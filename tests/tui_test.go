@@ -161,10 +161,7 @@ func TestTUIOAuth(t *testing.T) {
 	}
 	screen.press("\x1b")
 	screen.waitFor("c connect")
-	screen.press("q")
-	if out, code := p.wait(t); code != 0 {
-		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
-	}
+	screen.quit()
 }
 
 // TestPikoctlAsksTheTerminalNothing: linking the console into pikoctl
@@ -203,6 +200,15 @@ type tuiScreen struct {
 func (s *tuiScreen) mark() { s.from = len(s.p.out.String()) }
 
 func (s *tuiScreen) since() string { return s.p.out.String()[s.from:] }
+
+// quit presses q, and the console must end with exit status 0.
+func (s *tuiScreen) quit() {
+	s.t.Helper()
+	s.press("q")
+	if out, code := s.p.wait(s.t); code != 0 {
+		s.t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
+	}
+}
 
 // press types keys after setting the mark.
 func (s *tuiScreen) press(keys string) {
@@ -316,10 +322,7 @@ func TestTUIRequests(t *testing.T) {
 		t.Errorf("request %s is %s, want declined", second.ID, st.State)
 	}
 
-	screen.press("q")
-	if out, code := p.wait(t); code != 0 {
-		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
-	}
+	screen.quit()
 }
 
 // TestTUICredentials enters a server's credentials in the console's
@@ -408,7 +411,7 @@ func TestTUICredentials(t *testing.T) {
 func TestTUICall(t *testing.T) {
 	t.Parallel()
 	d := callsDaemon(t)
-	p, screen := startConsole(t, d)
+	_, screen := startConsole(t, d)
 	screen.waitFor("connected")
 	screen.press("2")
 	screen.waitFor("tools · every connected server")
@@ -429,10 +432,7 @@ func TestTUICall(t *testing.T) {
 	screen.waitFor("status: completed · receipt ")
 	screen.press("\x1b")
 	screen.waitFor("r call it")
-	screen.press("q")
-	if out, code := p.wait(t); code != 0 {
-		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
-	}
+	screen.quit()
 }
 
 // startConsole runs pikoctl tui on an 80x24 pseudo-terminal against d.
@@ -499,10 +499,7 @@ func TestTUIPauseResume(t *testing.T) {
 		t.Errorf("a read-only call after the resume: %+v, want completed", res)
 	}
 
-	screen.press("q")
-	if out, code := p.wait(t); code != 0 {
-		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
-	}
+	screen.quit()
 }
 
 // TestTUIKeysAfterHandOff: keys typed together with the Enter that ends a
@@ -544,10 +541,7 @@ func TestTUIKeysAfterHandOff(t *testing.T) {
 	screen.waitFor("action:    act_")
 	wantState(t, d, older.ActionID, contracts.ActionCompleted)
 
-	screen.press("q")
-	if out, code := p.wait(t); code != 0 {
-		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
-	}
+	screen.quit()
 }
 
 // TestTUIGrantAddRemove changes settings from the panes against a real
@@ -559,7 +553,7 @@ func TestTUIKeysAfterHandOff(t *testing.T) {
 func TestTUIGrantAddRemove(t *testing.T) {
 	t.Parallel()
 	d, callLog := approvalDaemon(t)
-	p, screen := startConsole(t, d)
+	_, screen := startConsole(t, d)
 	screen.waitFor("connected")
 	var before contracts.SettingsResult
 	d.callInto(t, contracts.MethodSettings, contracts.SettingsParams{Extension: contracts.ExtensionMCP}, &before)
@@ -617,8 +611,5 @@ func TestTUIGrantAddRemove(t *testing.T) {
 		t.Errorf("after removing: revision %d, settings %s", after.Revision, after.Settings)
 	}
 
-	screen.press("q")
-	if out, code := p.wait(t); code != 0 {
-		t.Fatalf("pikoctl tui exited %d; terminal:\n%s", code, out)
-	}
+	screen.quit()
 }
