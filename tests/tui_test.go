@@ -429,7 +429,7 @@ func TestTUICall(t *testing.T) {
 	screen.waitFor(`{"ms":1500}`)
 	screen.press("\r")
 	screen.waitFor("/1500")
-	screen.waitFor("status: completed · receipt ")
+	screen.waitFor("status: completed, receipt ")
 	screen.press("\x1b")
 	screen.waitFor("r call it")
 	screen.quit()

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/rpc"
 	"github.com/spf13/cobra"
@@ -298,17 +299,7 @@ func writeCallResult(w *errWriter, r *contracts.CallResult) {
 	if r.Task != nil {
 		writeTask(w, r.Server, r.Task)
 	}
-	line := "status: " + clean(r.Status)
-	if r.IsError {
-		line += " (the tool reported an error)"
-	}
-	if r.NotSent {
-		line += " (not sent)"
-	}
-	if r.ReceiptID != "" {
-		line += ", receipt " + clean(r.ReceiptID) + " (" + clean(r.ReceiptKind) + ")"
-	}
-	fmt.Fprintln(w, line)
+	fmt.Fprintln(w, render.CallStatus(*r))
 	if r.Truncated {
 		fmt.Fprintf(w, "truncated: the whole result is source %s: pikoctl mcp source %s\n", clean(r.OriginalResultSourceID), clean(r.OriginalResultSourceID))
 	}
@@ -417,7 +408,7 @@ func (a *app) newActionsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ACTION\tSTATE\tSERVER\tTOOL\tCALLER\tCREATED\tADVICE")
 			for _, x := range res.Actions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(stateLabel(x)), cell(x.Server), cell(w.clip(x.Tool, 30)),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(x.ID), cell(render.ActionState(x)), cell(x.Server), cell(w.clip(x.Tool, 30)),
 					cell(w.caller(x.Caller)), cell(w.when(x.CreatedAt)), cell(w.clip(x.Advice, 70)))
 			}
 			if err := tw.Flush(); err != nil {
@@ -429,15 +420,6 @@ func (a *app) newActionsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "only actions in this state (prepared, uncertain, ...)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many")
 	return cmd
-}
-
-// stateLabel is an action's state as the owner reads it: a failed action
-// that never reached the server is "failed (not sent)".
-func stateLabel(x contracts.ActionSummary) string {
-	if x.State == contracts.ActionFailed && x.NotSent {
-		return x.State + " (not sent)"
-	}
-	return x.State
 }
 
 func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, json.RawMessage, error) {
@@ -461,41 +443,13 @@ func (a *app) review(ctx context.Context, id string) (*contracts.ActionReview, j
 	return &r, raw, nil
 }
 
-// writeReview shows exactly what approving would send. The daemon already
-// made every string visible-safe; clean() is a second guard.
+// writeReview shows exactly what approving would send (render.Review:
+// the console shows the same lines).
 func writeReview(w *errWriter, r *contracts.ActionReview) {
-	fmt.Fprintf(w, "action:    %s (%s)\n", clean(r.ID), clean(stateLabel(r.ActionSummary)))
-	fmt.Fprintf(w, "server:    %s\n", clean(r.Server))
-	fmt.Fprintf(w, "tool:      %s\n", clean(r.ToolName))
-	// Who asked, before anything else the owner weighs: the declared
-	// names are the caller's claim and say so.
-	fmt.Fprintf(w, "asked by:  %s\n", clean(r.Caller.Describe()))
-	switch r.Kind {
-	case contracts.ReceiptTaskCreate:
-		fmt.Fprintln(w, "sends:     tools/call as a task (task-augmented): the server creates a task that runs on after the call")
-	case contracts.ReceiptTaskCancel:
-		fmt.Fprintln(w, "sends:     tasks/cancel: asks the server to cancel the task below")
-	}
-	if r.ToolDescription != "" {
-		fmt.Fprintf(w, "described: %s\n", cleanLines(r.ToolDescription))
-	}
-	fmt.Fprintf(w, "created:   %s\nexpires:   %s\n", clean(r.CreatedAt), clean(r.ExpiresAt))
-	fmt.Fprintln(w, "arguments (sent exactly as shown):")
-	for _, line := range strings.Split(r.ArgumentsText, "\n") {
-		fmt.Fprintf(w, "  %s\n", clean(line))
-	}
-	fmt.Fprintf(w, "bound to:  settings %s, connection %d, credentials %d, tool definition %s\n",
-		short(r.Fingerprints.Settings), r.Fingerprints.ConnectionGeneration, r.Fingerprints.CredentialGeneration, short(r.Fingerprints.Tool))
-	fmt.Fprintf(w, "digest:    %s\n", clean(r.Digest))
-	if r.Reason != "" {
-		fmt.Fprintf(w, "reason:    %s\n", clean(r.Reason))
-	}
-	if r.Advice != "" {
-		fmt.Fprintf(w, "advice:    %s\n", clean(r.Advice))
+	for _, line := range render.Review(*r) {
+		fmt.Fprintln(w, line)
 	}
 }
-
-func short(s string) string { return clip(s, 12) }
 
 func (a *app) newReviewCmd() *cobra.Command {
 	return &cobra.Command{

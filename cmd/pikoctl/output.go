@@ -255,3 +255,6 @@ func (f *fitWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// short is a digest or fingerprint cut to its first 12 characters.
+func short(s string) string { return clip(s, 12) }

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -50,29 +51,28 @@ func (m *model) actionsKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-// reviewText is exactly what approving would send, as pikoctl mcp review
-// shows it.
+// reviewText is exactly what approving would send, the lines pikoctl mcp
+// review prints (render.Review), wrapped to the screen: a label's value
+// continues under itself; the arguments are left as sent.
 func (m *model) reviewText(r contracts.ActionReview) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "action:    %s (%s)\n", safe(r.ID), safe(r.State))
-	fmt.Fprintf(&b, "server:    %s\n", safe(r.Server))
-	fmt.Fprintf(&b, "tool:      %s\n", safe(r.ToolName))
-	// Who asked comes before what it asks: the declared names say so.
-	asked := ansi.Wrap(safe(r.Caller.Describe()), max(m.width-12, 20), " ")
-	fmt.Fprintf(&b, "asked by:  %s\n", strings.ReplaceAll(asked, "\n", "\n           "))
-	if r.ToolDescription != "" {
-		fmt.Fprintf(&b, "described: %s\n", safe(firstLine(r.ToolDescription)))
+	w := max(m.width, 40)
+	indent := strings.Repeat(" ", render.ReviewLabelWidth)
+	var out []string
+	for _, line := range strings.Split(strings.Join(render.Review(r), "\n"), "\n") {
+		if strings.HasPrefix(line, "  ") || ansi.StringWidth(line) <= w || len(line) <= render.ReviewLabelWidth {
+			out = append(out, line)
+			continue
+		}
+		label, value := line[:render.ReviewLabelWidth], line[render.ReviewLabelWidth:]
+		for i, part := range strings.Split(ansi.Wrap(value, w-render.ReviewLabelWidth, " "), "\n") {
+			if i == 0 {
+				out = append(out, label+part)
+			} else {
+				out = append(out, indent+part)
+			}
+		}
 	}
-	fmt.Fprintf(&b, "created:   %s\n", safe(r.CreatedAt))
-	if r.ExpiresAt != "" {
-		fmt.Fprintf(&b, "expires:   %s\n", safe(r.ExpiresAt))
-	}
-	if r.Reason != "" {
-		fmt.Fprintf(&b, "reason:    %s\n", safe(r.Reason))
-	}
-	fmt.Fprintf(&b, "digest:    %s\n", safe(r.Digest))
-	fmt.Fprintf(&b, "arguments:\n%s\n", indentBlock(safeLines(r.ArgumentsText)))
-	return b.String()
+	return strings.Join(out, "\n") + "\n"
 }
 
 func (m *model) actionsBody() []string {

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 	"github.com/pikod/pikod/rpc"
 )
@@ -165,11 +166,7 @@ func (m *model) runBody() []string {
 		return out
 	}
 	res := r.res
-	status := res.Status
-	if res.ReceiptID != "" {
-		status += " · receipt " + res.ReceiptID
-	}
-	out = append(out, safe("status: "+status))
+	out = append(out, render.CallStatus(*res))
 	switch {
 	case res.Status == contracts.CallApprovalRequired:
 		out = append(out, safe(fmt.Sprintf("nothing was sent: prepared as action %s (3 actions reviews and approves it)", res.ActionID)))

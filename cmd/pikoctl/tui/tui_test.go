@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
+	"github.com/pikod/pikod/cmd/pikoctl/render"
 	"github.com/pikod/pikod/contracts"
 )
 
@@ -231,6 +232,13 @@ func TestActionsReview(t *testing.T) {
 		ToolName: "count", ArgumentsText: "{\n  \"nonce\": \"n1\"\n}", Digest: "sha256:00112233445566778899aabbccddeeff",
 	}})
 	golden(t, m, "review")
+	// The review reads as pikoctl mcp review prints it: on a screen wide
+	// enough, line for line the same.
+	m.width = 300
+	if got, want := m.reviewText(*m.review), strings.Join(render.Review(*m.review), "\n")+"\n"; got != want {
+		t.Errorf("the console's review differs from pikoctl mcp review's:\n got %q\nwant %q", got, want)
+	}
+	m.width = 80
 	m.opts.Approve = nil
 	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a")})
 	if cmd == nil {
@@ -611,7 +619,7 @@ func TestRunCallWithProgress(t *testing.T) {
 	m.Update(runDoneMsg{res: contracts.CallResult{Status: contracts.CallCompleted, Server: "fx", Tool: "echo",
 		Content: json.RawMessage(`[{"type":"text","text":"hi"}]`), ReceiptID: "rcpt_01", ReceiptKind: contracts.ReceiptRead}})
 	s = golden(t, m, "call_done")
-	if !strings.Contains(s, "status: completed · receipt rcpt_01") || !strings.Contains(s, "\nhi") {
+	if !strings.Contains(s, "status: completed, receipt rcpt_01 (mcp_read)") || !strings.Contains(s, "\nhi") {
 		t.Errorf("the finished call should show its status, receipt and content:\n%s", s)
 	}
 	keys(m, "esc")
