@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
@@ -102,4 +103,41 @@ func callerCell(c contracts.Caller, w int) string {
 		}
 	}
 	return clipTo(s, w)
+}
+
+// actionsLoaded takes the list of actions.
+func (m *model) actionsLoaded(msg actionsMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash("listing actions: "+errText(msg.err), true)
+		return nil
+	}
+	m.actions = msg.res.Actions
+	m.actList.cursor = clamp(m.actList.cursor, len(m.actions))
+	return nil
+}
+
+// reviewLoaded opens the review of an action the daemon sent.
+func (m *model) reviewLoaded(msg reviewMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash("reviewing: "+errText(msg.err), true)
+		return nil
+	}
+	r := msg.res
+	m.review = &r
+	vp := viewport.New(m.width, m.bodyHeight())
+	vp.SetContent(m.reviewText(r))
+	m.reviewView = &vp
+	return nil
+}
+
+// approveEnded says how the hand-off to pikoctl mcp approve ended and
+// closes the review.
+func (m *model) approveEnded(msg approvedMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash(fmt.Sprintf("action %s: pikoctl mcp approve ended with %v (its output was shown above)", msg.id, msg.err), true)
+	} else {
+		m.setFlash(fmt.Sprintf("action %s approved and run (its result was shown above)", msg.id), false)
+	}
+	m.review, m.reviewView = nil, nil
+	return tea.Batch(m.loadActions(), m.loadStatus())
 }

@@ -524,3 +524,32 @@ func schemaProps(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// catalogLoaded takes a server's catalog, or why it could not be read.
+func (m *model) catalogLoaded(msg catalogMsg) tea.Cmd {
+	if msg.err != nil {
+		m.catErr[msg.server] = errText(msg.err)
+		delete(m.catalogs, msg.server)
+	} else {
+		delete(m.catErr, msg.server)
+		m.catalogs[msg.server] = msg.res
+	}
+	m.catList.cursor = clamp(m.catList.cursor, len(m.rows()))
+	return nil
+}
+
+// searched takes the ranked tools of a search, unless the query changed
+// since.
+func (m *model) searched(msg searchMsg) tea.Cmd {
+	if msg.query != strings.TrimSpace(m.search.Value()) {
+		return nil // an answer to an older query
+	}
+	if msg.err != nil {
+		m.hits, m.hitsFor, m.searchErr = nil, msg.query, "searching: "+errText(msg.err)
+		return nil
+	}
+	res := msg.res
+	m.hits, m.hitsFor, m.searchErr = &res, msg.query, ""
+	m.catList.cursor = clamp(m.catList.cursor, len(res.Results))
+	return nil
+}

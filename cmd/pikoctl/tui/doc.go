@@ -16,14 +16,17 @@
 //
 // Files, by concern (one per pane, then what the panes share):
 //
-//	tui.go        Options, Run, the model, its messages and Update (the keys
-//	              every pane shares, then the pane's own)
+//	tui.go        Options, Run, the model, its messages and Update, which
+//	              routes each message to the pane that owns it and each key
+//	              to the keys every pane shares, then the pane's own
 //	commands.go   every request to the daemon, each a tea.Cmd
 //	view.go       the frame (tabs, body, keys line), the help and the sign-in modal
 //	list.go       listView: the list half of the list-and-detail panes
-//	servers.go    pane 1: servers, their detail line and their keys
+//	servers.go    pane 1: servers, their detail line and keys, the status
+//	              answer, sign-in and resume outcomes
 //	catalog.go    pane 2: tools, resources, prompts and skills, search, a schema
-//	actions.go    pane 3: prepared actions and the review
+//	actions.go    pane 3: prepared actions and the review (worded by
+//	              cmd/pikoctl/render, as pikoctl mcp review prints it)
 //	settings.go   pane 4: the settings text, edited in $EDITOR, saved after a dry run
 //	log.go        pane 5: events as lines (worded by cmd/pikoctl/render)
 //	requests.go   pane 6: server requests waiting for the owner

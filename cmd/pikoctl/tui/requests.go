@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
@@ -117,4 +118,53 @@ func (m *model) requestText(r contracts.ServerRequestInfo) string {
 	}
 	b.WriteString("\nDo not enter credentials you would not give this server.\n")
 	return b.String()
+}
+
+// requestsLoaded takes the list of server requests.
+func (m *model) requestsLoaded(msg requestsMsg) tea.Cmd {
+	if msg.err != nil {
+		m.reqErr = errText(msg.err)
+		return nil
+	}
+	m.requests, m.reqErr = msg.res.Requests, ""
+	m.reqList.cursor = clamp(m.reqList.cursor, len(m.requests))
+	return nil
+}
+
+// requestLoaded opens one request read whole, or refreshes the one shown.
+func (m *model) requestLoaded(msg requestReadMsg) tea.Cmd {
+	if msg.refresh && (m.request == nil || m.request.ID != msg.res.ID) {
+		return nil // the view was closed or shows another request
+	}
+	if msg.err != nil {
+		m.setFlash("reading the request: "+errText(msg.err), true)
+		return nil
+	}
+	r := msg.res
+	if msg.refresh {
+		m.request = &r
+		m.requestView.SetContent(m.requestText(r))
+		return nil
+	}
+	m.request = &r
+	vp := viewport.New(m.width, m.bodyHeight()-2)
+	vp.SetContent(m.requestText(r))
+	m.requestView = &vp
+	return nil
+}
+
+// respondEnded says how the hand-off to pikoctl mcp respond ended and
+// closes the request.
+func (m *model) respondEnded(msg respondedMsg) tea.Cmd {
+	verb := "pikoctl mcp respond"
+	if msg.decline {
+		verb += " --decline"
+	}
+	if msg.err != nil {
+		m.setFlash(fmt.Sprintf("request %s: %s ended with %v (its output was shown above)", msg.id, verb, msg.err), true)
+	} else {
+		m.setFlash(fmt.Sprintf("request %s answered with %s (its output was shown above)", msg.id, verb), false)
+	}
+	m.request, m.requestView = nil, nil
+	return tea.Batch(m.loadRequests(), m.loadActions())
 }

@@ -214,3 +214,12 @@ func contentText(res *contracts.CallResult) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// progressed shows a running call's progress.
+func (m *model) progressed(msg progressMsg) tea.Cmd {
+	if m.run != nil && m.run.running {
+		p := msg.p
+		m.run.progress = &p
+	}
+	return nil
+}

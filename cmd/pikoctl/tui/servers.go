@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -187,4 +189,74 @@ func (m *model) serverDetail() []string {
 		}
 	}
 	return d
+}
+
+// statusLoaded takes a status answer: the servers, and the catalogs to read
+// again of those that came up or changed.
+func (m *model) statusLoaded(msg statusMsg) tea.Cmd {
+	if msg.err != nil {
+		m.statusErr = errText(msg.err)
+		return nil
+	}
+	prev := m.status
+	m.status, m.statusErr, m.loaded = msg.res, "", true
+	m.srvList.cursor = clamp(m.srvList.cursor, len(m.status.Servers))
+	var cmds []tea.Cmd
+	// Read the catalogs of servers that came up or changed.
+	for _, s := range m.status.Servers {
+		if !connected(s) {
+			delete(m.catalogs, s.ID)
+			continue
+		}
+		old, ok := findServer(prev, s.ID)
+		_, have := m.catalogs[s.ID]
+		_, failed := m.catErr[s.ID]
+		changed := !ok || old.Generation != s.Generation || old.ToolCount != s.ToolCount
+		// A catalog that failed to load is tried again when the
+		// server changes (or ctrl+r), not at every refresh.
+		if changed || (!have && !failed) {
+			cmds = append(cmds, m.loadCatalog(s.ID))
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// resumeEnded says how the hand-off to pikoctl mcp resume ended.
+func (m *model) resumeEnded(msg resumedMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash(fmt.Sprintf("%s stays paused (pikoctl mcp resume: %v)", msg.server, msg.err), true)
+	} else {
+		m.setFlash(fmt.Sprintf("%s resumed: calls run under their grants again (held actions stay in 3 actions)", msg.server), false)
+	}
+	return tea.Batch(m.loadStatus(), m.loadActions())
+}
+
+// authed handles a sign-in answer: a link to show, or the outcome.
+func (m *model) authed(msg authMsg) tea.Cmd {
+	a := m.auth
+	if a == nil || a.server != msg.server {
+		return nil
+	}
+	if msg.err != nil {
+		if msg.waited && errors.Is(msg.err, context.Canceled) {
+			m.auth = nil
+			m.setFlash("stopped waiting: the sign-in for "+msg.server+" stays pending until it expires ('pikoctl mcp cancel "+msg.server+"' cancels it)", false)
+			return nil
+		}
+		a.done, a.err = true, errText(msg.err)
+		return m.loadStatus()
+	}
+	if !msg.waited {
+		a.res = msg.res
+	}
+	if msg.res.Status == contracts.AuthPending && !msg.waited {
+		ctx, cancel := context.WithCancel(context.Background())
+		a.cancel = cancel
+		return m.authWait(ctx, msg.server, msg.res.FlowID)
+	}
+	a.done = true
+	if msg.waited {
+		a.res.Status, a.res.State, a.res.Grant = msg.res.Status, msg.res.State, msg.res.Grant
+	}
+	return m.loadStatus()
 }

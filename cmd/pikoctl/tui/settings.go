@@ -131,3 +131,56 @@ func jsonProblem(text []byte) string {
 	}
 	return "not JSON"
 }
+
+// settingsLoaded takes the saved settings.
+func (m *model) settingsLoaded(msg settingsMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash("reading settings: "+errText(msg.err), true)
+		return nil
+	}
+	m.settings = msg.res
+	m.refreshSettingsView()
+	return nil
+}
+
+// edited takes the text $EDITOR left: unchanged, not JSON, or checked by a
+// dry run.
+func (m *model) edited(msg editedMsg) tea.Cmd {
+	if msg.err != nil {
+		m.setFlash(errText(msg.err), true)
+		return nil
+	}
+	if m.draft == nil && string(msg.text) == string(m.settingsText()) {
+		m.setFlash("settings unchanged: nothing to save", false)
+		return nil
+	}
+	m.draft, m.problems, m.dryRun = msg.text, nil, nil
+	m.refreshSettingsView()
+	if !json.Valid(msg.text) {
+		m.problems = []string{jsonProblem(msg.text)}
+		m.refreshSettingsView()
+		return nil
+	}
+	m.setFlash("checking the edited settings...", false)
+	return m.configure(m.draft, m.base, true)
+}
+
+// configured handles the answer to a dry run or a save.
+func (m *model) configured(msg configureMsg) tea.Cmd {
+	if msg.err != nil {
+		m.problems = problemsOf(msg.err)
+		m.dryRun = nil
+		m.setFlash("the edited settings were not saved: e edits them again, u discards them", true)
+		m.refreshSettingsView()
+		return nil
+	}
+	if msg.dryRun {
+		res := msg.res
+		m.dryRun, m.problems = &res, nil
+		m.setFlash("the edited settings are valid: y saves them, e edits again, u discards", false)
+		m.refreshSettingsView()
+		return nil
+	}
+	m.draft, m.dryRun, m.problems = nil, nil, nil
+	return m.saved(msg.res)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -460,137 +459,25 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventMsg:
 		return m, m.event(msg)
 	case statusMsg:
-		if msg.err != nil {
-			m.statusErr = errText(msg.err)
-			return m, nil
-		}
-		prev := m.status
-		m.status, m.statusErr, m.loaded = msg.res, "", true
-		m.srvList.cursor = clamp(m.srvList.cursor, len(m.status.Servers))
-		var cmds []tea.Cmd
-		// Read the catalogs of servers that came up or changed.
-		for _, s := range m.status.Servers {
-			if !connected(s) {
-				delete(m.catalogs, s.ID)
-				continue
-			}
-			old, ok := findServer(prev, s.ID)
-			_, have := m.catalogs[s.ID]
-			_, failed := m.catErr[s.ID]
-			changed := !ok || old.Generation != s.Generation || old.ToolCount != s.ToolCount
-			// A catalog that failed to load is tried again when the
-			// server changes (or ctrl+r), not at every refresh.
-			if changed || (!have && !failed) {
-				cmds = append(cmds, m.loadCatalog(s.ID))
-			}
-		}
-		return m, tea.Batch(cmds...)
+		return m, m.statusLoaded(msg)
 	case catalogMsg:
-		if msg.err != nil {
-			m.catErr[msg.server] = errText(msg.err)
-			delete(m.catalogs, msg.server)
-		} else {
-			delete(m.catErr, msg.server)
-			m.catalogs[msg.server] = msg.res
-		}
-		m.catList.cursor = clamp(m.catList.cursor, len(m.rows()))
-		return m, nil
+		return m, m.catalogLoaded(msg)
 	case actionsMsg:
-		if msg.err != nil {
-			m.setFlash("listing actions: "+errText(msg.err), true)
-			return m, nil
-		}
-		m.actions = msg.res.Actions
-		m.actList.cursor = clamp(m.actList.cursor, len(m.actions))
-		return m, nil
+		return m, m.actionsLoaded(msg)
 	case reviewMsg:
-		if msg.err != nil {
-			m.setFlash("reviewing: "+errText(msg.err), true)
-			return m, nil
-		}
-		r := msg.res
-		m.review = &r
-		vp := viewport.New(m.width, m.bodyHeight())
-		vp.SetContent(m.reviewText(r))
-		m.reviewView = &vp
-		return m, nil
+		return m, m.reviewLoaded(msg)
 	case requestsMsg:
-		if msg.err != nil {
-			m.reqErr = errText(msg.err)
-			return m, nil
-		}
-		m.requests, m.reqErr = msg.res.Requests, ""
-		m.reqList.cursor = clamp(m.reqList.cursor, len(m.requests))
-		return m, nil
+		return m, m.requestsLoaded(msg)
 	case requestReadMsg:
-		if msg.refresh && (m.request == nil || m.request.ID != msg.res.ID) {
-			return m, nil // the view was closed or shows another request
-		}
-		if msg.err != nil {
-			m.setFlash("reading the request: "+errText(msg.err), true)
-			return m, nil
-		}
-		r := msg.res
-		if msg.refresh {
-			m.request = &r
-			m.requestView.SetContent(m.requestText(r))
-			return m, nil
-		}
-		m.request = &r
-		vp := viewport.New(m.width, m.bodyHeight()-2)
-		vp.SetContent(m.requestText(r))
-		m.requestView = &vp
-		return m, nil
+		return m, m.requestLoaded(msg)
 	case respondedMsg:
-		verb := "pikoctl mcp respond"
-		if msg.decline {
-			verb += " --decline"
-		}
-		if msg.err != nil {
-			m.setFlash(fmt.Sprintf("request %s: %s ended with %v (its output was shown above)", msg.id, verb, msg.err), true)
-		} else {
-			m.setFlash(fmt.Sprintf("request %s answered with %s (its output was shown above)", msg.id, verb), false)
-		}
-		m.request, m.requestView = nil, nil
-		return m, tea.Batch(m.loadRequests(), m.loadActions())
+		return m, m.respondEnded(msg)
 	case searchMsg:
-		if msg.query != strings.TrimSpace(m.search.Value()) {
-			return m, nil // an answer to an older query
-		}
-		if msg.err != nil {
-			m.hits, m.hitsFor, m.searchErr = nil, msg.query, "searching: "+errText(msg.err)
-			return m, nil
-		}
-		res := msg.res
-		m.hits, m.hitsFor, m.searchErr = &res, msg.query, ""
-		m.catList.cursor = clamp(m.catList.cursor, len(res.Results))
-		return m, nil
+		return m, m.searched(msg)
 	case settingsMsg:
-		if msg.err != nil {
-			m.setFlash("reading settings: "+errText(msg.err), true)
-			return m, nil
-		}
-		m.settings = msg.res
-		m.refreshSettingsView()
-		return m, nil
+		return m, m.settingsLoaded(msg)
 	case editedMsg:
-		if msg.err != nil {
-			m.setFlash(errText(msg.err), true)
-			return m, nil
-		}
-		if m.draft == nil && string(msg.text) == string(m.settingsText()) {
-			m.setFlash("settings unchanged: nothing to save", false)
-			return m, nil
-		}
-		m.draft, m.problems, m.dryRun = msg.text, nil, nil
-		m.refreshSettingsView()
-		if !json.Valid(msg.text) {
-			m.problems = []string{jsonProblem(msg.text)}
-			m.refreshSettingsView()
-			return m, nil
-		}
-		m.setFlash("checking the edited settings...", false)
-		return m, m.configure(m.draft, m.base, true)
+		return m, m.edited(msg)
 	case configureMsg:
 		return m, m.configured(msg)
 	case proposedMsg:
@@ -609,80 +496,15 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case secretMsg:
 		return m, m.secretStored(msg)
 	case progressMsg:
-		if m.run != nil && m.run.running {
-			p := msg.p
-			m.run.progress = &p
-		}
-		return m, nil
+		return m, m.progressed(msg)
 	case runDoneMsg:
 		return m, m.runDone(msg)
 	case resumedMsg:
-		if msg.err != nil {
-			m.setFlash(fmt.Sprintf("%s stays paused (pikoctl mcp resume: %v)", msg.server, msg.err), true)
-		} else {
-			m.setFlash(fmt.Sprintf("%s resumed: calls run under their grants again (held actions stay in 3 actions)", msg.server), false)
-		}
-		return m, tea.Batch(m.loadStatus(), m.loadActions())
+		return m, m.resumeEnded(msg)
 	case approvedMsg:
-		if msg.err != nil {
-			m.setFlash(fmt.Sprintf("action %s: pikoctl mcp approve ended with %v (its output was shown above)", msg.id, msg.err), true)
-		} else {
-			m.setFlash(fmt.Sprintf("action %s approved and run (its result was shown above)", msg.id), false)
-		}
-		m.review, m.reviewView = nil, nil
-		return m, tea.Batch(m.loadActions(), m.loadStatus())
+		return m, m.approveEnded(msg)
 	}
 	return m, nil
-}
-
-// configured handles the answer to a dry run or a save.
-func (m *model) configured(msg configureMsg) tea.Cmd {
-	if msg.err != nil {
-		m.problems = problemsOf(msg.err)
-		m.dryRun = nil
-		m.setFlash("the edited settings were not saved: e edits them again, u discards them", true)
-		m.refreshSettingsView()
-		return nil
-	}
-	if msg.dryRun {
-		res := msg.res
-		m.dryRun, m.problems = &res, nil
-		m.setFlash("the edited settings are valid: y saves them, e edits again, u discards", false)
-		m.refreshSettingsView()
-		return nil
-	}
-	m.draft, m.dryRun, m.problems = nil, nil, nil
-	return m.saved(msg.res)
-}
-
-// authed handles a sign-in answer: a link to show, or the outcome.
-func (m *model) authed(msg authMsg) tea.Cmd {
-	a := m.auth
-	if a == nil || a.server != msg.server {
-		return nil
-	}
-	if msg.err != nil {
-		if msg.waited && errors.Is(msg.err, context.Canceled) {
-			m.auth = nil
-			m.setFlash("stopped waiting: the sign-in for "+msg.server+" stays pending until it expires ('pikoctl mcp cancel "+msg.server+"' cancels it)", false)
-			return nil
-		}
-		a.done, a.err = true, errText(msg.err)
-		return m.loadStatus()
-	}
-	if !msg.waited {
-		a.res = msg.res
-	}
-	if msg.res.Status == contracts.AuthPending && !msg.waited {
-		ctx, cancel := context.WithCancel(context.Background())
-		a.cancel = cancel
-		return m.authWait(ctx, msg.server, msg.res.FlowID)
-	}
-	a.done = true
-	if msg.waited {
-		a.res.Status, a.res.State, a.res.Grant = msg.res.Status, msg.res.State, msg.res.Grant
-	}
-	return m.loadStatus()
 }
 
 // key handles one key press.
