@@ -1,8 +1,3 @@
-// Command pikoctl is the thin command-line client of pikod: every command
-// but "service" is one JSON-RPC call on the daemon's owner socket, and the
-// CLI keeps no state of its own.
-//
-// Exit codes: exitCodes below, printed by 'pikoctl --help'.
 package main
 
 import (

@@ -1,14 +1,3 @@
-// Package bridge is 'pikoctl mcp serve': an MCP server for one host (an
-// agent: Claude Code, Codex, Cursor, ...) that reaches pikod's servers
-// through pikod's socket.
-//
-// The bridge is a plain client of the socket. It holds no credential, no
-// grant and no state of its own: every call goes through pikod's call
-// path, so a call without a grant becomes a prepared action that only the
-// owner approves at a terminal, and pikod writes the receipt. The host can
-// only ask: nothing here approves, rejects, answers a server request,
-// resumes, trusts, configures, stores a secret or signs in (DESIGN.md
-// §6b, §6c).
 package bridge
 
 import (
