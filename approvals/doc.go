@@ -21,8 +21,10 @@
 //	tombstones.go         the tombstone file of decided ids beside the database
 //	held.go, settle.go    outcomes held when the database is full; settling them
 //	bootclock*.go         the boot clock that the TTL is also measured on
-//	receipts.go           receipts and their hash chain; retention.go their pruning
-//	                      and checkpoints
+//	receipts.go           receipts and their hash chain: written, read, listed;
+//	                      receipts_verify.go the walk that finds a break;
+//	                      receipts_async.go the background writer of read
+//	                      receipts; retention.go their pruning and checkpoints
 //	sources.go            retained results (files with metadata); sources_retention.go
 //	                      their cap and eviction
 //	pins.go, skillpins.go pinned tool definitions and skills
