@@ -53,6 +53,9 @@
 //	server.go                    the server: connections, dispatch with its two lanes,
 //	                             replies, $/cancelRequest; budget.go the request slots;
 //	                             hangup.go a peer that hung up
+//	request.go                   what a handler gets: Request, Conn (notify, the
+//	                             peer, the declared client), HandlerFunc
+//	params.go                    DecodeParams: strict params, named type errors
 //	method.go                    the typed method rows (Handle[P, R]), exemptions
 //	peertty.go, peertty_*.go     the terminal checks of terminal-only methods
 //	client.go                    the Go client: calls, verdicts after cancelling,
