@@ -12,7 +12,10 @@
 //	                          params and result types and their constants
 //	errors.go, reasons.go     the error classes and append-only codes; the data.reason
 //	                          words, frozen by testdata/reasons.golden
-//	settings*.go              the mcp settings schema, parsing and validation
+//	settings*.go              the mcp settings schema (settings.go), parsing
+//	                          (settings_parse.go) and validation
+//	                          (settings_validate.go); settings_secret.go tells
+//	                          values and names that look like credentials
 //	paths.go                  instance names, the socket and state paths
 //	text.go                   the terminal sanitiser (SafeText); idna.go host names;
 //	                          jsonspan.go a JSON value read in place (JSONSpan)
