@@ -36,8 +36,13 @@
 //	                       subscriptions
 //	skills.go, frontmatter.go skills and their SKILL.md
 //	tasks.go               tasks; requests.go server-to-client requests; logs.go logging
-//	auth*.go               OAuth: records, flows, grants, the watch for challenges
-//	                       (protocol pieces in mcpclient/oauth)
+//	auth*.go               OAuth (protocol pieces in mcpclient/oauth): auth.go a
+//	                       server's token state and its renewal; authrecord.go
+//	                       the records the vault keeps; authtransport.go the
+//	                       round tripper that sends tokens and answers
+//	                       challenges; authflow.go sign-in; authgrant.go
+//	                       grants without a browser and renewal requests;
+//	                       authwatch.go the watch for challenges
 //	budget.go, errtext.go  noise budgets; error text said once
 //	browser.go             closing a browser server gracefully
 //
