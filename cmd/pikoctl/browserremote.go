@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -120,7 +118,7 @@ func (a *app) runBrowserRemote(ctx context.Context, id string, yes, dryRun bool)
 		return fmt.Errorf("storing the bridge's token in the vault (the settings are saved, revision %d; pair again): %w", res.Revision, err)
 	}
 	if a.jsonOut {
-		return printJSON(a.stdout, map[string]any{"configure": res, "secret": sec})
+		return printIndentedJSON(a.stdout, map[string]any{"configure": res, "secret": sec})
 	}
 	fmt.Fprintf(a.stdout, "saved mcp settings: revision %d (server %q pinned to %s, %d grants widened as reviewed); the token is in the vault (%s)\n",
 		res.Revision, srv.ID, srv.TLSPin, len(res.Widened), strings.Join(sec.Fields, ", "))
@@ -173,14 +171,4 @@ func writeRemotePlan(w *errWriter, s *contracts.ServerSettings, p contracts.Brow
 		fmt.Fprintf(w, "  need your approval: %s\n", clean(strings.Join(gated, ", ")))
 	}
 	fmt.Fprintln(w, "  (the bridge exposes only these; a tool it adds later is not selected)")
-}
-
-// printJSON writes v as indented JSON.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }

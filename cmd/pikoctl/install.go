@@ -557,15 +557,25 @@ type installReport struct {
 	Written   bool            `json:"written"`
 }
 
-func (a *app) runInstall(ctx context.Context, hostName string, o installOptions) error {
+// installTarget is the host named hostName and the path of its
+// configuration file for o's scope, once o's flags are checked.
+func (a *app) installTarget(hostName string, o installOptions) (*hostSpec, string, error) {
 	h, err := lookupHost(hostName)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if err := o.check(); err != nil {
-		return err
+		return nil, "", err
 	}
 	path, err := a.hostPath(h, o.scope)
+	if err != nil {
+		return nil, "", err
+	}
+	return h, path, nil
+}
+
+func (a *app) runInstall(ctx context.Context, hostName string, o installOptions) error {
+	h, path, err := a.installTarget(hostName, o)
 	if err != nil {
 		return err
 	}
@@ -688,14 +698,7 @@ func dirModeFor(scope string) fs.FileMode {
 }
 
 func (a *app) runUninstall(_ context.Context, hostName string, o installOptions) error {
-	h, err := lookupHost(hostName)
-	if err != nil {
-		return err
-	}
-	if err := o.check(); err != nil {
-		return err
-	}
-	path, err := a.hostPath(h, o.scope)
+	h, path, err := a.installTarget(hostName, o)
 	if err != nil {
 		return err
 	}
@@ -818,12 +821,7 @@ func credentialValues(ed hostEditor, ents []hostEntry) []string {
 
 func (a *app) printInstallReport(rep *installReport, h *hostSpec) error {
 	if a.jsonOut {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(a.stdout, "%s\n", b)
-		return err
+		return printIndentedJSON(a.stdout, rep)
 	}
 	w := &errWriter{w: a.stdout}
 	fmt.Fprintf(w, "%s (%s scope): %s\n", h.title, rep.Scope, clean(rep.File))

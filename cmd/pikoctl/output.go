@@ -142,6 +142,26 @@ func printRaw(w io.Writer, raw json.RawMessage) error {
 	return err
 }
 
+// printJSON prints v encoded as JSON on one line.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return printRaw(w, b)
+}
+
+// printIndentedJSON prints v encoded as JSON indented by two spaces, for
+// a report a person reads as well as a program.
+func printIndentedJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
 // clean makes text that came from the daemon (and possibly from an MCP
 // server behind it) safe for a terminal on one line, with the one
 // sanitiser every side uses (contracts.SafeText): a hostile server cannot

@@ -37,11 +37,7 @@ pages are over half the file and at least 16 MiB.`,
 				return err
 			}
 			if a.jsonOut {
-				b, err := json.Marshal(res)
-				if err != nil {
-					return err
-				}
-				return printRaw(a.stdout, b)
+				return printJSON(a.stdout, res)
 			}
 			fmt.Fprintf(a.stdout, "compacted pikod.db: %s -> %s (%s were free pages) in %.1f ms; writes waited %.1f ms for the switch, reads %.1f ms\n",
 				byteSize(res.BeforeBytes), byteSize(res.AfterBytes), byteSize(res.FreeBytes), res.TookMs, res.HeldMs, res.ReadsHeldMs)
@@ -335,11 +331,7 @@ func (a *app) verifyExport(path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if a.jsonOut {
-		b, err := json.Marshal(contracts.ReceiptsResult{Verification: &v})
-		if err != nil {
-			return err
-		}
-		if err := printRaw(a.stdout, b); err != nil {
+		if err := printJSON(a.stdout, contracts.ReceiptsResult{Verification: &v}); err != nil {
 			return err
 		}
 	} else {
@@ -364,11 +356,7 @@ func (a *app) receiptsOp(ctx context.Context, params contracts.ReceiptsParams, h
 		return err
 	}
 	if a.jsonOut {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		return printRaw(a.stdout, b)
+		return printJSON(a.stdout, res)
 	}
 	human(res)
 	return nil

@@ -48,11 +48,7 @@ the server's, shown as evidence. --json prints the catalog entry.`,
 				return err
 			}
 			if a.jsonOut {
-				b, err := json.Marshal(t)
-				if err != nil {
-					return err
-				}
-				return printRaw(a.stdout, b)
+				return printJSON(a.stdout, t)
 			}
 			w := &errWriter{w: a.stdout}
 			writeTool(w, &t)
