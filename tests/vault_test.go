@@ -865,6 +865,22 @@ func TestVaultWrongKey(t *testing.T) {
 	}
 }
 
+// secretService starts a private session bus and a GNOME Keyring on it
+// for one test (it fails without them, see requireSecretService), in a
+// short directory it removes at the end, and returns the bus address and
+// the keyring daemon.
+func secretService(t *testing.T) (addr string, keyring *exec.Cmd) {
+	t.Helper()
+	requireSecretService(t)
+	dir, err := os.MkdirTemp("", "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr = testsupport.PrivateBus(t, dir, minimalEnv(dir))
+	return addr, startKeyring(t, dir, addr)
+}
+
 // requireSecretService fails (never skips, unless
 // PIKO_SKIP_SECRET_SERVICE=1) when a program the keyring tests need is
 // missing.
@@ -928,14 +944,7 @@ func startKeyring(t *testing.T, dir, addr string) *exec.Cmd {
 // hangs pikod before main, in keyring's init: see vault/doc.go.)
 func TestVaultKeyring(t *testing.T) {
 	t.Parallel()
-	requireSecretService(t)
-	dir, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := testsupport.PrivateBus(t, dir, minimalEnv(dir))
-	keyring := startKeyring(t, dir, addr)
+	addr, keyring := secretService(t)
 	onBus := withEnv("DBUS_SESSION_BUS_ADDRESS=" + addr)
 
 	t.Run("auto is pinned", func(t *testing.T) {
@@ -1270,14 +1279,7 @@ func migrateAtTTY(t testing.TB, d *daemon, to string) (string, int) {
 // a person or a log sees holds the value.
 func TestVaultMigrate(t *testing.T) {
 	t.Parallel()
-	requireSecretService(t)
-	dir, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := testsupport.PrivateBus(t, dir, minimalEnv(dir))
-	startKeyring(t, dir, addr)
+	addr, _ := secretService(t)
 
 	// The first start has no bus: auto chooses the file backend, for good.
 	d := startDaemon(t, withPikodArgs("--vault", "auto"))
@@ -1549,14 +1551,7 @@ func TestDoctorVaultBackend(t *testing.T) {
 // exactly one backend holds the items.
 func TestVaultMigrateCrash(t *testing.T) {
 	t.Parallel()
-	requireSecretService(t)
-	dir, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := testsupport.PrivateBus(t, dir, minimalEnv(dir))
-	startKeyring(t, dir, addr)
+	addr, _ := secretService(t)
 	d := startDaemon(t, withPikodArgs("--vault", "auto"))
 	const n = 24
 	var servers []srv
