@@ -185,11 +185,7 @@ func TestSocketMemoryBounds(t *testing.T) {
 		if len(seen) != n {
 			t.Errorf("%d distinct requests answered, want %d", len(seen), n)
 		}
-		peak := peakRSS(t, pid)
-		t.Logf("pikod peak RSS: %d MiB before, %d MiB after %d pipelined requests of %d bytes", before>>20, peak>>20, n, bigFrameBytes)
-		if peak > maxPeakRSS {
-			t.Errorf("pikod peak RSS %d MiB, want under %d MiB", peak>>20, maxPeakRSS>>20)
-		}
+		checkPeakRSS(t, pid, fmt.Sprintf("after %d pipelined requests of %d bytes (%d MiB before)", n, bigFrameBytes, before>>20))
 	})
 
 	t.Run("one per connection", func(t *testing.T) {
@@ -220,11 +216,7 @@ func TestSocketMemoryBounds(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		peak := peakRSS(t, pid)
-		t.Logf("pikod peak RSS: %d MiB before, %d MiB after %d connections with one request of %d bytes each", before>>20, peak>>20, n, bigFrameBytes)
-		if peak > maxPeakRSS {
-			t.Errorf("pikod peak RSS %d MiB, want under %d MiB", peak>>20, maxPeakRSS>>20)
-		}
+		checkPeakRSS(t, pid, fmt.Sprintf("after %d connections with one request of %d bytes each (%d MiB before)", n, bigFrameBytes, before>>20))
 	})
 
 	t.Run("unterminated lines", func(t *testing.T) {
@@ -270,11 +262,7 @@ func TestSocketMemoryBounds(t *testing.T) {
 		if _, err := rawHello(d.socket, callTimeout); err != nil {
 			t.Errorf("hello while %d connections hold unterminated lines: %v", n, err)
 		}
-		peak := peakRSS(t, pid)
-		t.Logf("pikod peak RSS: %d MiB before, %d MiB with %d unterminated lines of %d bytes", before>>20, peak>>20, n, len(line))
-		if peak > maxPeakRSS {
-			t.Errorf("pikod peak RSS %d MiB, want under %d MiB", peak>>20, maxPeakRSS>>20)
-		}
+		checkPeakRSS(t, pid, fmt.Sprintf("with %d unterminated lines of %d bytes (%d MiB before)", n, len(line), before>>20))
 	})
 }
 
@@ -359,11 +347,7 @@ func TestSocketConnectionLimit(t *testing.T) {
 		_, err := rawHello(d.socket, callTimeout)
 		return err == nil
 	}, nil)
-	peak := peakRSS(t, pid)
-	t.Logf("pikod peak RSS with %d connections: %d MiB", total, peak>>20)
-	if peak > maxPeakRSS {
-		t.Errorf("pikod peak RSS %d MiB, want under %d MiB", peak>>20, maxPeakRSS>>20)
-	}
+	checkPeakRSS(t, pid, fmt.Sprintf("with %d connections", total))
 }
 
 // TestSocketControlLane fills pikod with 64 slow tool calls and checks that
@@ -594,5 +578,16 @@ func TestSocketResponseShapedFrames(t *testing.T) {
 	}
 	if string(resp.ID) != "7" || resp.Error == nil || !strings.Contains(resp.Error.Message, "unknown extension") {
 		t.Errorf("extensions.settings without params after response-shaped frames answered %s; want the unknown-extension refusal (params never leak)", line)
+	}
+}
+
+// checkPeakRSS logs pikod's peak resident memory (VmHWM) with what it
+// was measured after, and fails the test when it passed maxPeakRSS.
+func checkPeakRSS(t *testing.T, pid int, what string) {
+	t.Helper()
+	peak := peakRSS(t, pid)
+	t.Logf("pikod peak RSS %d MiB %s", peak>>20, what)
+	if peak > maxPeakRSS {
+		t.Errorf("pikod peak RSS %d MiB, want under %d MiB", peak>>20, maxPeakRSS>>20)
 	}
 }
