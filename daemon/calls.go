@@ -536,33 +536,38 @@ func maskSent(text string, args []byte) string {
 		return text
 	}
 	var sent []string
-	var walk func(any)
-	walk = func(x any) {
-		switch t := x.(type) {
-		case string:
-			if len(t) >= vault.MinRedactChars {
-				sent = append(sent, t)
-			}
-			for _, w := range strings.Fields(t) {
-				if len(w) >= vault.MinRedactChars && w != t {
-					sent = append(sent, w)
-				}
-			}
-		case []any:
-			for _, e := range t {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range t {
-				walk(e)
+	eachString(v, func(t string) {
+		if len(t) >= vault.MinRedactChars {
+			sent = append(sent, t)
+		}
+		for _, w := range strings.Fields(t) {
+			if len(w) >= vault.MinRedactChars && w != t {
+				sent = append(sent, w)
 			}
 		}
-	}
-	walk(v)
+	})
 	// Longest first, so a word never splits a whole string's mask.
 	slices.SortFunc(sent, func(a, b string) int { return len(b) - len(a) })
 	for _, s := range sent {
 		text = strings.ReplaceAll(text, s, "[argument]")
 	}
 	return text
+}
+
+// eachString calls fn with every string in v, a value decoded from JSON
+// into any: the strings inside its arrays and the values of its objects,
+// at any depth (not the objects' keys).
+func eachString(v any, fn func(string)) {
+	switch x := v.(type) {
+	case string:
+		fn(x)
+	case []any:
+		for _, e := range x {
+			eachString(e, fn)
+		}
+	case map[string]any:
+		for _, e := range x {
+			eachString(e, fn)
+		}
+	}
 }

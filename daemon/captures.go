@@ -89,37 +89,24 @@ func reportedPaths(text []byte, dir string) []string {
 	}
 	prefix := dir + "/"
 	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			for s := x; len(out) < contracts.MaxCaptures; {
-				i := strings.Index(s, prefix)
-				if i < 0 {
-					break
-				}
-				s = s[i:]
-				end := strings.IndexAny(s, captureDelims)
-				if end < 0 {
-					end = len(s)
-				}
-				p := strings.TrimRight(s[:end], ".:")
-				s = s[end:]
-				if p = filepath.Clean(p); strings.HasPrefix(p, prefix) && !slices.Contains(out, p) {
-					out = append(out, p)
-				}
+	eachString(v, func(x string) {
+		for s := x; len(out) < contracts.MaxCaptures; {
+			i := strings.Index(s, prefix)
+			if i < 0 {
+				break
 			}
-		case []any:
-			for _, e := range x {
-				walk(e)
+			s = s[i:]
+			end := strings.IndexAny(s, captureDelims)
+			if end < 0 {
+				end = len(s)
 			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
+			p := strings.TrimRight(s[:end], ".:")
+			s = s[end:]
+			if p = filepath.Clean(p); strings.HasPrefix(p, prefix) && !slices.Contains(out, p) {
+				out = append(out, p)
 			}
 		}
-	}
-	walk(v)
+	})
 	return out
 }
 

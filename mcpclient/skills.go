@@ -301,6 +301,32 @@ func (s *Supervisor) Skills(ctx context.Context, id string) (SkillList, error) {
 	return out, nil
 }
 
+// skillRequest is one request about one skill: the open session and
+// connection, the entry the listing has for it (nil when it has none) and
+// the URI of its SKILL.md. release ends the request.
+type skillRequest struct {
+	sess    *session
+	c       *conn
+	listed  *skillEntry
+	uri     string
+	release func()
+}
+
+// openSkill opens a request of server's skill ref: openSkills, then
+// resolveSkill.
+func (s *Supervisor) openSkill(ctx context.Context, server, ref string) (*skillRequest, error) {
+	sess, c, cat, release, err := s.openSkills(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	listed, uri, err := s.resolveSkill(server, ref, cat)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &skillRequest{sess: sess, c: c, listed: listed, uri: uri, release: release}, nil
+}
+
 // resolveSkill finds the listed entry ref names: a SKILL.md URI, or a name
 // exactly one entry has. A URI the listing does not have is not an error
 // (nil entry, the URI): the listing may be partial, and skills/get answers
@@ -395,15 +421,12 @@ type SkillLookup struct {
 
 // GetSkill sends skills/get for the skill ref names.
 func (s *Supervisor) GetSkill(ctx context.Context, server, ref string) (*SkillLookup, error) {
-	sess, c, cat, release, err := s.openSkills(ctx, server)
+	r, err := s.openSkill(ctx, server, ref)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	listed, uri, err := s.resolveSkill(server, ref, cat)
-	if err != nil {
-		return nil, err
-	}
+	defer r.release()
+	sess, c, listed, uri := r.sess, r.c, r.listed, r.uri
 	e, err := s.getSkill(ctx, sess, c, uri)
 	if err != nil {
 		return nil, err
@@ -437,15 +460,12 @@ type SkillOutcome struct {
 // fails refuses the skill, and nothing else of it is read; one that passes
 // all of them is held (its supporting files may be read) and pinned.
 func (s *Supervisor) LoadSkill(ctx context.Context, server, ref string) (*SkillOutcome, error) {
-	sess, c, cat, release, err := s.openSkills(ctx, server)
+	r, err := s.openSkill(ctx, server, ref)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	e, uri, err := s.resolveSkill(server, ref, cat)
-	if err != nil {
-		return nil, err
-	}
+	defer r.release()
+	sess, c, e, uri := r.sess, r.c, r.listed, r.uri
 	if e == nil {
 		if e, err = s.getSkill(ctx, sess, c, uri); err != nil {
 			return nil, err
@@ -508,15 +528,12 @@ func (s *Supervisor) ReadSkillFile(ctx context.Context, server, ref, name string
 		return nil, contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonMissingFile,
 			`missing "file": name one of the skill's files (its path, like references/GUIDE.md, or its URI)`)
 	}
-	sess, c, cat, release, err := s.openSkills(ctx, server)
+	r, err := s.openSkill(ctx, server, ref)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	listed, uri, err := s.resolveSkill(server, ref, cat)
-	if err != nil {
-		return nil, err
-	}
+	defer r.release()
+	sess, c, listed, uri := r.sess, r.c, r.listed, r.uri
 	held := sess.held.get(uri)
 	loadHint := "load it with 'pikoctl mcp skill " + server + " " + uri + "' (which verifies its SKILL.md), then read the file"
 	switch {
