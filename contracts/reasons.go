@@ -74,6 +74,8 @@ const (
 	ReasonMissingRequest = "missing_request"
 	// ReasonMissingSource: missing "sourceId".
 	ReasonMissingSource = "missing_source"
+	// ReasonToolsRequired: server … selects every tool (no tools list), and autonomousTools needs an explicit one.
+	ReasonToolsRequired = "tools_required"
 )
 
 // Words of the socket: framing, dispatch and the terminal checks (rpc).
@@ -562,8 +564,6 @@ const (
 	ReasonPikodNotFound = "pikod_not_found"
 	// ReasonServerExists: server … is already configured.
 	ReasonServerExists = "server_exists"
-	// ReasonToolsRequired: server … selects every tool (no tools list), and autonomousTools needs an explicit one.
-	ReasonToolsRequired = "tools_required"
 	// ReasonUnknownAction: no action id starts with …
 	ReasonUnknownAction = "unknown_action"
 	// ReasonUnsupportedOS: finding the configuration file on …: only linux and darwin are supported.

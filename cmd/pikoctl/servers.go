@@ -487,28 +487,15 @@ approvable.`,
 			if len(tools) == 0 {
 				return usageErrorf("name at least one TOOL (or give --read --all-read-only)")
 			}
+			change := contracts.GrantChangeSelect
+			switch {
+			case read:
+				change = contracts.GrantChangeRead
+			case autonomous:
+				change = contracts.GrantChangeAutonomous
+			}
 			return a.changeServer(cmd.Context(), server, dryRun, func(s *contracts.ServerSettings) error {
-				if autonomous && s.Tools == nil {
-					return contracts.WithHint(
-						contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonToolsRequired,
-							"server %q selects every tool (no tools list), and autonomousTools needs an explicit one", s.ID),
-						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...]), then grant again")
-				}
-				for _, tool := range tools {
-					if s.Tools != nil && !slices.Contains(*s.Tools, tool) {
-						t := append(slices.Clone(*s.Tools), tool)
-						s.Tools = &t
-					}
-					s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
-					s.AutonomousTools = without(s.AutonomousTools, tool)
-					switch {
-					case read:
-						s.ReadOnlyTools = append(s.ReadOnlyTools, tool)
-					case autonomous:
-						s.AutonomousTools = append(s.AutonomousTools, tool)
-					}
-				}
-				return nil
+				return changeGrants(s, tools, change, "then grant again")
 			})
 		},
 	}
@@ -587,25 +574,12 @@ running server at once: nothing restarts.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tools := args[1:]
+			change := contracts.GrantChangeRevoke
+			if deselect {
+				change = contracts.GrantChangeDeselect
+			}
 			return a.changeServer(cmd.Context(), args[0], dryRun, func(s *contracts.ServerSettings) error {
-				if deselect && s.Tools == nil {
-					return contracts.WithHint(
-						contracts.Errorf(contracts.ErrInvalidArgument, contracts.ReasonToolsRequired,
-							"server %q selects every tool (no tools list): one cannot be deselected", s.ID),
-						"list the tools to select in 'pikoctl mcp edit "+s.ID+"' (\"tools\": [...])")
-				}
-				for _, tool := range tools {
-					s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
-					s.AutonomousTools = without(s.AutonomousTools, tool)
-					if deselect {
-						t := without(*s.Tools, tool)
-						if t == nil {
-							t = []string{}
-						}
-						s.Tools = &t
-					}
-				}
-				return nil
+				return changeGrants(s, tools, change, "")
 			})
 		},
 	}
@@ -614,15 +588,20 @@ running server at once: nothing restarts.`,
 	return cmd
 }
 
-// without returns list without name (nil when nothing is left).
-func without(list []string, name string) []string {
-	var out []string
-	for _, v := range list {
-		if v != name {
-			out = append(out, v)
+// changeGrants applies change to each of tools in s
+// (ServerSettings.ChangeGrant); a change that needs a tools list s lacks
+// says where to write one and, with then, what to do after.
+func changeGrants(s *contracts.ServerSettings, tools []string, change contracts.GrantChange, then string) error {
+	for _, tool := range tools {
+		if err := s.ChangeGrant(tool, change); err != nil {
+			hint := "list the tools to select in 'pikoctl mcp edit " + s.ID + "' (\"tools\": [...])"
+			if then != "" {
+				hint += ", " + then
+			}
+			return contracts.WithHint(err, hint)
 		}
 	}
-	return out
+	return nil
 }
 
 func (a *app) newEditCmd() *cobra.Command {

@@ -247,16 +247,15 @@ func (m *model) changeBody() []string {
 }
 
 // Grants, as 'pikoctl mcp grant' (--read, --autonomous, --select) and
-// 'pikoctl mcp revoke' (--deselect) change them.
+// 'pikoctl mcp revoke' (--deselect) change them (contracts.GrantChange).
 const (
-	grantRead       = "read"
-	grantAutonomous = "autonomous"
-	grantSelect     = "select"
-	grantRevoke     = "revoke"
-	grantDeselect   = "deselect"
+	grantRead       = string(contracts.GrantChangeRead)
+	grantAutonomous = string(contracts.GrantChangeAutonomous)
+	grantSelect     = string(contracts.GrantChangeSelect)
+	grantRevoke     = string(contracts.GrantChangeRevoke)
+	grantDeselect   = string(contracts.GrantChangeDeselect)
 )
 
-// grantChoices are the grant chooser's rows: key, change, what it does.
 var grantChoices = []struct{ key, op, what string }{
 	{"r", grantRead, "no approval, an mcp_read receipt (readOnlyTools)"},
 	{"a", grantAutonomous, "no approval, an mcp_autonomous receipt (needs a tools list)"},
@@ -265,51 +264,15 @@ var grantChoices = []struct{ key, op, what string }{
 	{"d", grantDeselect, "out of the tools list: it cannot be called at all"},
 }
 
-// applyGrant changes tool's grant in s exactly as the CLI does.
+// applyGrant changes tool's grant in s exactly as the CLI does
+// (ServerSettings.ChangeGrant); a change that needs a tools list says
+// where the console edits it.
 func applyGrant(s *contracts.ServerSettings, tool, op string) error {
-	if s.Tools == nil && (op == grantAutonomous || op == grantDeselect) {
-		what := "autonomousTools needs an explicit tools list"
-		if op == grantDeselect {
-			what = "a tool cannot be deselected from it"
-		}
-		return fmt.Errorf("server %q selects every tool (no tools list), and %s: list the tools to select in the settings (4, then e: \"tools\": [...]), then change the grant again", s.ID, what)
+	err := s.ChangeGrant(tool, contracts.GrantChange(op))
+	if err != nil && contracts.ToError(err).Reason() == contracts.ReasonToolsRequired {
+		return fmt.Errorf("%s: list the tools to select in the settings (4, then e: \"tools\": [...]), then change the grant again", errText(err))
 	}
-	s.ReadOnlyTools = without(s.ReadOnlyTools, tool)
-	s.AutonomousTools = without(s.AutonomousTools, tool)
-	switch op {
-	case grantRead, grantAutonomous, grantSelect:
-		if s.Tools != nil && !slices.Contains(*s.Tools, tool) {
-			t := append(slices.Clone(*s.Tools), tool)
-			s.Tools = &t
-		}
-		if op == grantRead {
-			s.ReadOnlyTools = append(s.ReadOnlyTools, tool)
-		}
-		if op == grantAutonomous {
-			s.AutonomousTools = append(s.AutonomousTools, tool)
-		}
-	case grantDeselect:
-		t := without(*s.Tools, tool)
-		if t == nil {
-			t = []string{}
-		}
-		s.Tools = &t
-	case grantRevoke:
-	default:
-		return fmt.Errorf("unknown grant change %q", op)
-	}
-	return nil
-}
-
-// without returns list without name (nil when nothing is left).
-func without(list []string, name string) []string {
-	var out []string
-	for _, v := range list {
-		if v != name {
-			out = append(out, v)
-		}
-	}
-	return out
+	return err
 }
 
 // changeServer returns a change that applies f to server id's entry.
