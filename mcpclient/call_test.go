@@ -283,6 +283,43 @@ func TestCallProgress(t *testing.T) {
 	}
 }
 
+// TestRequestErrorEndedContext: a request whose context ended is
+// classified by why it ended, whatever error the transport gave for it
+// (mcp-go's HTTP client answers some cancelled requests with "unexpected
+// nil response"): cancelled, or past its deadline, never "connection
+// lost".
+func TestRequestErrorEndedContext(t *testing.T) {
+	h := newHarness(t, CatalogLimits{})
+	ctx := ctxT(t)
+	h.sup.Apply([]contracts.ServerSettings{h.stdio("fx")})
+	if _, err := h.sup.Connect(ctx, "fx"); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := h.sup.session("fx")
+	sess.mu.Lock()
+	c := sess.conn
+	sess.mu.Unlock()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel2()
+	transportErr := errors.New("unexpected nil response")
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{
+		{"live context", ctx, contracts.ReasonConnectionLostOutcomeUnknown},
+		{"cancelled", cancelled, contracts.ReasonCanceledOutcomeUnknown},
+		{"past its deadline", expired, contracts.ReasonTimeoutOutcomeUnknown},
+	} {
+		err := h.sup.requestError(tc.ctx, sess, c, "tools/call sleep", transportErr)
+		if !errors.Is(err, contracts.ErrOutcomeUnknown) || reasonOf(err) != tc.want {
+			t.Errorf("%s: %v (reason %q), want %s", tc.name, err, reasonOf(err), tc.want)
+		}
+	}
+}
+
 func TestCallCancel(t *testing.T) {
 	h := newHarness(t, CatalogLimits{})
 	ctx := ctxT(t)

@@ -33,7 +33,7 @@ func (s *Supervisor) CallTool(ctx context.Context, id, tool string, arguments js
 	defer cancel()
 	res, err := c.raw.request(ctx, string(mcp.MethodToolsCall), params)
 	if err != nil {
-		return nil, s.requestError(sess, c, "tools/call "+tool, err)
+		return nil, s.requestError(ctx, sess, c, "tools/call "+tool, err)
 	}
 	return res, nil
 }

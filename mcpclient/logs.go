@@ -283,9 +283,12 @@ func (s *Supervisor) SetLogLevel(ctx context.Context, id, level string) (contrac
 	} else {
 		rctx, cancel := context.WithTimeout(ctx, time.Duration(sess.settings().Timeout())*time.Millisecond)
 		_, err := c.raw.request(rctx, string(mcp.MethodSetLogLevel), setLevelParams(level))
+		if err != nil {
+			err = s.requestError(rctx, sess, c, "logging/setLevel", err)
+		}
 		cancel()
 		if err != nil {
-			return contracts.LoggingResult{}, s.requestError(sess, c, "logging/setLevel", err)
+			return contracts.LoggingResult{}, err
 		}
 		res.Applied = string(mcp.MethodSetLogLevel)
 	}

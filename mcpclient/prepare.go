@@ -400,7 +400,7 @@ func (p *PreparedCall) Send(ctx context.Context, opts SendOptions) (*CallOutcome
 					what, sess.cfg.ID, expired, contracts.ErrOutcomeUnknown), contracts.ReasonTimeoutOutcomeUnknown),
 					"check the server for the effect before asking again; raise timeoutMs if the tool is slow")
 			default:
-				return nil, s.requestErrorRedacted(sess, c, what, ans.err, opts.Redact)
+				return nil, s.requestErrorRedacted(ctx, sess, c, what, ans.err, opts.Redact)
 			}
 		}
 		var err error

@@ -183,7 +183,7 @@ func (s *Supervisor) ask(ctx context.Context, sess *session, c *conn, method str
 	start := time.Now()
 	raw, err := c.raw.request(rctx, method, params)
 	if err != nil {
-		err = s.requestError(sess, c, what, err)
+		err = s.requestError(rctx, sess, c, what, err)
 		sess.log.Info().Err(err).Str("method", method).Msg("request ended without a result")
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (s *Supervisor) changeSubscription(ctx context.Context, server, uri string,
 	} else {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		if _, err := c.raw.request(rctx, op, params); err != nil {
-			return res, s.requestError(sess, c, what, err)
+			return res, s.requestError(rctx, sess, c, what, err)
 		}
 		c.subs.set(uri, on)
 	}

@@ -409,7 +409,7 @@ func (s *Supervisor) Ping(ctx context.Context, id string) (contracts.PingResult,
 		_, err = c.raw.request(ctx, string(mcp.MethodPing), nil)
 	}
 	if err != nil {
-		return contracts.PingResult{}, s.requestError(sess, c, "ping", err)
+		return contracts.PingResult{}, s.requestError(ctx, sess, c, "ping", err)
 	}
 	return contracts.PingResult{Server: id, ProtocolVersion: c.protocol, RoundTripMs: time.Since(start).Milliseconds()}, nil
 }
@@ -472,14 +472,17 @@ func catalogResult(id string, cat *Catalog) contracts.CatalogResult {
 
 // requestError classifies a failed request. Once a request may have reached
 // the server, only the server's own error answer is a definite failure:
-// anything else leaves the outcome unknown.
-func (s *Supervisor) requestError(sess *session, c *conn, what string, err error) error {
-	return s.requestErrorRedacted(sess, c, what, err, nil)
+// anything else leaves the outcome unknown. ctx is the request's: when it
+// ended (the caller cancelled, or the deadline passed), that is why the
+// request ended, whatever the transport made of it (mcp-go's HTTP client
+// can answer a cancelled request with "unexpected nil response").
+func (s *Supervisor) requestError(ctx context.Context, sess *session, c *conn, what string, err error) error {
+	return s.requestErrorRedacted(ctx, sess, c, what, err, nil)
 }
 
 // requestErrorRedacted is requestError whose server error message is
 // redacted with redact (nil: Options.Redact).
-func (s *Supervisor) requestErrorRedacted(sess *session, c *conn, what string, err error, redact func(string) string) error {
+func (s *Supervisor) requestErrorRedacted(ctx context.Context, sess *session, c *conn, what string, err error, redact func(string) string) error {
 	if ar, ok := asAuthRequired(err); ok {
 		return s.authRefused(sess, what, ar, notSentRequest(err))
 	}
@@ -505,6 +508,9 @@ func (s *Supervisor) requestErrorRedacted(sess *session, c *conn, what string, e
 	}
 	if notSentRequest(err) {
 		return s.unsentError(sess, c, what, err)
+	}
+	if ended := ctx.Err(); ended != nil && !errors.Is(err, ended) {
+		err = fmt.Errorf("%w (%w)", err, ended)
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
