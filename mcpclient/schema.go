@@ -143,9 +143,7 @@ func (c *SchemaCache) compiled(schema []byte) (*jsonschema.Schema, error) {
 	exact := sha256.Sum256(schema)
 	c.mu.Lock()
 	if key, ok := c.exact[exact]; ok {
-		if el, ok := c.entries[key]; ok {
-			c.lru.MoveToFront(el)
-			e := el.Value.(*schemaEntry)
+		if e, ok := c.hitLocked(key); ok {
 			c.mu.Unlock()
 			return e.sch, e.err
 		}
@@ -159,9 +157,7 @@ func (c *SchemaCache) compiled(schema []byte) (*jsonschema.Schema, error) {
 		clear(c.exact)
 	}
 	c.exact[exact] = key
-	if el, ok := c.entries[key]; ok {
-		c.lru.MoveToFront(el)
-		e := el.Value.(*schemaEntry)
+	if e, ok := c.hitLocked(key); ok {
 		c.mu.Unlock()
 		return e.sch, e.err
 	}
@@ -331,4 +327,15 @@ func leafMessage(k jsonschema.ErrorKind) string {
 // matches), or an error when the schema or the instance cannot be read.
 func (c *SchemaCache) Check(schema, instance []byte) (string, error) {
 	return c.check(schema, instance)
+}
+
+// hitLocked returns the cached entry of the canonical digest key, moved
+// to the front of the LRU; c.mu is held.
+func (c *SchemaCache) hitLocked(key [32]byte) (*schemaEntry, bool) {
+	el, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*schemaEntry), true
 }

@@ -654,15 +654,7 @@ func validID(raw json.RawMessage) bool {
 
 // WriteObject implements jsonrpc2.ObjectStream.
 func (s *stream) WriteObject(obj any) error {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("encoding message: %w", err)
-	}
-	if len(data) > s.max {
-		return fmt.Errorf("writing message: %d bytes exceed the %d-byte frame limit: %w (%w)",
-			len(data), s.max, ErrFrameTooLarge, contracts.ErrResourceExhausted)
-	}
-	return s.writeFrame(data, Outgoing{})
+	return s.writeObjectFor(obj, Outgoing{})
 }
 
 // writeObjectFor is WriteObject for a frame the filter knows more of.
