@@ -60,6 +60,8 @@ func (a *app) newReceiptsCmd() *cobra.Command {
 		Long: `receipts lists the receipts executed calls left, newest first: all of them,
 or one server's, or those created since T (an RFC 3339 time such as
 2026-03-01T12:00:00Z, or a duration back from now such as 90m, 24h or 7d).
+Receipts keep the name of a server removed since; when a SERVER has none
+and is not configured, a note on stderr says so.
 
 --verify walks the whole receipt chain instead and reports the first break:
 a receipt edited, deleted or moved since it was written, or a newest receipt
@@ -172,6 +174,9 @@ the background every 10 minutes) and says what it removed.`,
 			}
 			w := a.tableOut()
 			writeReceipts(w, &res)
+			if params.Server != "" && len(res.Receipts) == 0 {
+				a.noteUnconfigured(cmd.Context(), params.Server)
+			}
 			return w.err
 		},
 	}
@@ -360,4 +365,23 @@ func (a *app) receiptsOp(ctx context.Context, params contracts.ReceiptsParams, h
 	}
 	human(res)
 	return nil
+}
+
+// noteUnconfigured tells the owner, on stderr, that server is not
+// configured when a list of its receipts came back empty: receipts keep a
+// removed server's name, so the list is not refused, but a mistyped name
+// or a flag written as a word ("receipts verify") would otherwise read as
+// "no receipts".
+func (a *app) noteUnconfigured(ctx context.Context, server string) {
+	s, _, err := a.currentSettings(ctx)
+	if err != nil || serverIndex(s, server) >= 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "note: no server %q is configured (receipts keep the name of a removed server)\n", clean(server))
+	switch server {
+	case "verify", "prune", "export":
+		fmt.Fprintf(a.stderr, "hint: for the %s operation write --%s ('pikoctl mcp receipts --help')\n", server, server)
+	default:
+		fmt.Fprintln(a.stderr, "hint: 'pikoctl mcp status' lists the configured servers")
+	}
 }
