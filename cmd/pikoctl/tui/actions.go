@@ -54,23 +54,33 @@ func (m *model) actionsKey(msg tea.KeyMsg) tea.Cmd {
 
 // reviewText is exactly what approving would send, the lines pikoctl mcp
 // review prints (render.Review), wrapped to the screen: a label's value
-// continues under itself; the arguments are left as sent.
+// continues under itself, the other lines of a description wrap at the
+// edge, and the arguments are left as sent.
 func (m *model) reviewText(r contracts.ActionReview) string {
 	w := max(m.width, 40)
-	indent := strings.Repeat(" ", render.ReviewLabelWidth)
+	lw := render.ReviewLabelWidth
+	indent := strings.Repeat(" ", lw)
 	var out []string
-	for _, line := range strings.Split(strings.Join(render.Review(r), "\n"), "\n") {
-		if strings.HasPrefix(line, "  ") || ansi.StringWidth(line) <= w || len(line) <= render.ReviewLabelWidth {
-			out = append(out, line)
-			continue
-		}
-		label, value := line[:render.ReviewLabelWidth], line[render.ReviewLabelWidth:]
-		for i, part := range strings.Split(ansi.Wrap(value, w-render.ReviewLabelWidth, " "), "\n") {
-			if i == 0 {
-				out = append(out, label+part)
-			} else {
-				out = append(out, indent+part)
+	for _, entry := range render.Review(r) {
+		first, rest, _ := strings.Cut(entry, "\n")
+		labelled := len(first) > lw && first[lw-1] == ' ' && strings.Contains(first[:lw], ":")
+		switch {
+		case strings.HasPrefix(first, "  ") || ansi.StringWidth(first) <= w:
+			out = append(out, first)
+		case labelled:
+			for i, part := range strings.Split(ansi.Wrap(first[lw:], w-lw, " "), "\n") {
+				if i == 0 {
+					part = first[:lw] + part
+				} else {
+					part = indent + part
+				}
+				out = append(out, part)
 			}
+		default:
+			out = append(out, strings.Split(ansi.Wrap(first, w, " "), "\n")...)
+		}
+		if rest != "" {
+			out = append(out, strings.Split(ansi.Wrap(rest, w, " "), "\n")...)
 		}
 	}
 	return strings.Join(out, "\n") + "\n"
